@@ -1,0 +1,5 @@
+import sys
+
+from fusebisect.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,107 @@
+"""The ``fusebisect`` entry point.
+
+Command groups live in ``fusebisect/cli/cmd_*.py``; each defines ``register(app)``. Errors raised as
+:class:`fusebisect.errors.FusebisectError` become one line on stderr and exit code 2 (``--debug`` shows the
+traceback). Exit codes: 0 success/clean, 1 "found something" (divergence, overflow, lint problems, not found),
+2 usage or input error, 3 internal error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import traceback
+from typing import Annotated, Optional
+
+import typer
+
+try:  # typer >= 0.26 vendors its own click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click.exceptions import ClickException
+
+import fusebisect
+from fusebisect.cli import common
+from fusebisect.errors import FusebisectError
+
+app = typer.Typer(
+    name="fusebisect",
+    help=(
+        "Find the CANN fusion rule(s) that break your model's accuracy on Ascend NPUs.\n\n"
+        "Example: fusebisect run --metric 'loss ([0-9.]+)' -- bash train.sh"
+    ),
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"fusebisect {fusebisect.__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[Optional[bool], typer.Option("--version", callback=_version, is_eager=True,
+                                                    help="Print the version and exit.")] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results; no progress or logs.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More log lines on stderr.")] = False,
+) -> None:
+    common.state.debug = debug or common.state.debug
+    common.state.quiet = quiet
+    common.state.verbose = verbose
+
+
+def _register_commands() -> None:
+    import fusebisect.cli as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            importlib.import_module(f"fusebisect.cli.{info.name}").register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code (also used by tests, which call it in-process)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    common.state.debug = "--debug" in args
+    try:
+        rv = app(args=args, prog_name="fusebisect", standalone_mode=False)
+    except FusebisectError as exc:
+        if common.state.debug:
+            traceback.print_exc()
+        print(f"fusebisect: error: {exc}", file=sys.stderr)
+        return 2
+    except ClickException as exc:
+        exc.show()
+        return exc.exit_code if exc.exit_code else 2
+    except typer.Exit as exc:
+        return exc.exit_code
+    except (typer.Abort, KeyboardInterrupt):
+        print("fusebisect: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        if common.state.debug:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"fusebisect: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: say so briefly, full traceback with --debug
+        if common.state.debug:
+            traceback.print_exc()
+        print(f"fusebisect: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+              file=sys.stderr)
+        return 3
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

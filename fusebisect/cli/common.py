@@ -1,0 +1,83 @@
+"""Shared CLI plumbing: consoles (results to stdout, logs to stderr), JSON output, global flags.
+
+Colour follows rich's rules: ``NO_COLOR`` disables it, and a non-TTY stream gets plain text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+
+
+@dataclass
+class GlobalState:
+    """Flags given before the sub-command (``fusebisect --debug compare ...``)."""
+
+    debug: bool = False  # show tracebacks for errors
+    quiet: bool = False  # only results, no progress or log lines
+    verbose: bool = False  # extra log lines on stderr
+
+
+state = GlobalState()
+
+
+def _console(stream) -> Console:
+    return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")) or None, soft_wrap=False,
+                   highlight=False)
+
+
+def out() -> Console:
+    """The console for results (stdout). Created per call so tests capturing sys.stdout see the output."""
+    return _console(sys.stdout)
+
+
+def err() -> Console:
+    """The console for progress and log lines (stderr)."""
+    return _console(sys.stderr)
+
+
+def log(message: str) -> None:
+    """A log line on stderr, unless ``--quiet``."""
+    if not state.quiet:
+        err().print(message)
+
+
+def debug_log(message: str) -> None:
+    """A log line on stderr only with ``--verbose``."""
+    if state.verbose and not state.quiet:
+        err().print(f"[dim]{message}[/dim]")
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy scalars, paths, sets and dataclasses into plain JSON values (NaN/Inf become null)."""
+    import dataclasses
+    import math
+    from pathlib import PurePath
+
+    import numpy as np
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return to_jsonable(dataclasses.asdict(obj))
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = sorted(obj) if isinstance(obj, (set, frozenset)) else obj
+        return [to_jsonable(v) for v in items]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, PurePath):
+        return str(obj)
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    """Write ``obj`` as JSON to stdout (one document, newline-terminated)."""
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
