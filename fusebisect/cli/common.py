@@ -81,3 +81,20 @@ def print_json(obj: Any) -> None:
     """Write ``obj`` as JSON to stdout (one document, newline-terminated)."""
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
     sys.stdout.flush()
+
+
+_groups: dict[str, Any] = {}
+
+
+def group(app, name: str, help: str):
+    """Return the sub-command group ``name`` of ``app``, creating and attaching it on first use.
+
+    Lets two command modules add commands to one group (``inspect dump`` and ``inspect graph``).
+    """
+    import typer
+
+    if name not in _groups:
+        sub = typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode="rich")
+        app.add_typer(sub, name=name)
+        _groups[name] = sub
+    return _groups[name]

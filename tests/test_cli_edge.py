@@ -1,0 +1,23 @@
+"""The CLI edge: version, help, and how errors become exit codes."""
+
+from fusebisect import __version__
+from fusebisect.cli.app import main
+from fusebisect.fsutil import atomic_write_text
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"fusebisect {__version__}"
+
+
+def test_unknown_command_is_a_usage_error(capsys):
+    assert main(["no-such-command"]) == 2
+    assert "No such command" in capsys.readouterr().err
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    target = tmp_path / "sub" / "f.txt"
+    atomic_write_text(target, "one")
+    atomic_write_text(target, "two")
+    assert target.read_text() == "two"
+    assert [p.name for p in target.parent.iterdir()] == ["f.txt"]
