@@ -1,0 +1,188 @@
+"""Self-contained HTML reports: inline CSS and inline SVG, no scripts, no network, no external assets.
+
+The building blocks (:func:`page`, :func:`section`, :func:`table`, :func:`verdict`, :func:`code_block`) are
+shared by the ``run``, ``compare`` and ``overflow`` reports.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fusebisect.report import plots
+from fusebisect.report.model import RunView
+
+_CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
+line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;
+margin-top:2rem}
+.sub{color:#616161;margin-top:0}
+.verdict{padding:.8rem 1rem;border-radius:6px;font-size:1.1rem;margin:1rem 0}
+.verdict.found,.verdict.divergence,.verdict.overflow{background:#ffebee;border-left:6px solid #c62828}
+.verdict.clean,.verdict.not_reproduced{background:#e8f5e9;border-left:6px solid #2e7d32}
+.verdict.not_fusion,.verdict.inconclusive,.verdict.running{background:#fff8e1;border-left:6px solid #f9a825}
+table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0;width:100%}
+th,td{border:1px solid #e0e0e0;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f5f5f5}tr.hl td{background:#ffebee;font-weight:600}
+td.good{color:#2e7d32;font-weight:600}td.bad{color:#c62828;font-weight:600}td.invalid{color:#757575}
+td.unknown{color:#f57f17}
+pre{background:#263238;color:#eceff1;padding:.8rem;border-radius:4px;overflow-x:auto;font-size:.8rem}
+code{background:#eceff1;padding:0 .2rem;border-radius:3px}
+.plot svg{max-width:100%;height:auto}
+.muted{color:#757575}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escape ``str(value)`` (None becomes an empty string)."""
+    return "" if value is None else html.escape(str(value), quote=True)
+
+
+def page(title: str, subtitle: str, body: Iterable[str]) -> str:
+    """A complete HTML document with the shared stylesheet; returns the text."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
+            f"<h1>{esc(title)}</h1><p class=\"sub\">{esc(subtitle)}</p>" + "".join(body) + "</body></html>\n")
+
+
+def section(title: str, *parts: str) -> str:
+    """A titled section of already-rendered HTML parts."""
+    return f"<section><h2>{esc(title)}</h2>" + "".join(parts) + "</section>"
+
+
+def verdict(kind: str, text: str) -> str:
+    """A coloured banner; ``kind`` picks the colour (found, clean, inconclusive, ...)."""
+    return f'<div class="verdict {esc(kind)}">{text}</div>'
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, highlight: set[int] | None = None,
+          outcome_col: int | None = None) -> str:
+    """An HTML table; rows whose index is in ``highlight`` are emphasised; ``outcome_col`` gets verdict colours."""
+    out = ["<table><thead><tr>", *(f"<th>{esc(h)}</th>" for h in headers), "</tr></thead><tbody>"]
+    for i, row in enumerate(rows):
+        cls = ' class="hl"' if highlight and i in highlight else ""
+        cells = []
+        for j, cell in enumerate(row):
+            ccls = f' class="{esc(cell)}"' if outcome_col is not None and j == outcome_col else ""
+            cells.append(f"<td{ccls}>{esc(cell)}</td>")
+        out.append(f"<tr{cls}>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def code_block(text: str) -> str:
+    """Preformatted text (commands, config files)."""
+    return f"<pre>{esc(text)}</pre>"
+
+
+def plot(svg: str) -> str:
+    """Wrap an inline SVG produced by :mod:`fusebisect.report.plots`."""
+    return f'<div class="plot">{svg}</div>'
+
+
+def _fmt(value: Any, digits: int = 6) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, threshold: float | None) -> str:
+    """Cosine similarity per compared tensor along execution order, first divergence marked (plot + summary)."""
+    labels = [f"{r.get('op')}:{r.get('tensor', '')}" for r in rows]
+    cosines = [r.get("cosine") for r in rows]
+    index = None
+    if first:
+        for i, r in enumerate(rows):
+            if r.get("op") == first.get("op") and r.get("tensor") == first.get("tensor"):
+                index = i
+                break
+    parts = [plot(plots.cosine_along_ops(labels, cosines, first_divergence=index, threshold=threshold))]
+    if first:
+        parts.append(table(
+            ["first divergent op", "tensor", "cosine", "max abs error", "graph-fusion passes", "UB pass",
+             "original ops"],
+            [[first.get("op"), first.get("tensor"), _fmt(first.get("cosine")), _fmt(first.get("max_abs_error")),
+              ", ".join(first.get("pass_names") or []) or "-", first.get("ub_pass_name") or "-",
+              ", ".join(first.get("ground_truth") or []) or "-"]], highlight={0}))
+    return "".join(parts)
+
+
+def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None) -> str:
+    """The HTML report of a run: verdict and culprits, metric curves, dump cosine plot, search timeline,
+    per-execution table, repro commands and the production fusion_switch.cfg. Returns the document text."""
+    result = view.result or {}
+    status = view.status
+    culprits = result.get("culprits") or []
+    body = []
+    if status == "found":
+        names = "; ".join(" + ".join(c.get("rules") or []) for c in culprits)
+        body.append(verdict("found", f"<b>Culprit found:</b> {esc(names)}"))
+    elif status == "running":
+        body.append(verdict("running", "<b>Run not finished</b> (interrupted or still running): "
+                                       "rerun the same command to resume."))
+    else:
+        body.append(verdict(status, f"<b>{esc(status.replace('_', ' '))}</b>: {esc(result.get('message', ''))}"))
+    if culprits:
+        rows = []
+        for c in culprits:
+            for rule in c.get("rules") or []:
+                entry = catalog.get(rule) if catalog is not None else None
+                rows.append([rule, entry.kind if entry else "-", _fmt(c.get("confidence"), 3),
+                             "bad while on" if c.get("direction", "on") == "on" else "bad while off",
+                             ", ".join(c.get("fused_ops") or []) or "-",
+                             (entry.description if entry and entry.description else "-")])
+        body.append(section("Culprits", table(
+            ["rule", "kind", "confidence", "direction", "fused ops it touched", "catalog description"], rows)))
+    executions = result.get("executions", len(view.trials))
+    bound = result.get("bound")
+    facts = [f"{executions} executions" + (f" (theoretical bound {bound})" if bound else ""),
+             f"{len(view.candidates)} candidate rules"]
+    body.append(f"<p class=\"muted\">{esc(' · '.join(facts))}</p>")
+
+    series = {}
+    for role, label in (("baseline", "baseline (all rules at default)"), ("reference", "reference (candidates off)"),
+                        ("verify", "final (culprits off)")):
+        t = view.trial_with_role(role)
+        if t is not None:
+            values = t.curve or ([t.metric] if t.metric is not None else [])
+            if values:
+                series[label] = values
+    if series:
+        body.append(section("Metric", plot(plots.metric_curves(series, ylabel="metric"))))
+    if view.dumps and view.dumps.get("rows"):
+        body.append(section("Dump comparison: baseline vs reference",
+                            cosine_section(view.dumps["rows"], view.dumps.get("first_divergence"),
+                                           view.options.get("cosine"))))
+    if view.trials:
+        body.append(section(
+            "Search timeline",
+            plot(plots.search_timeline([len(t.off) for t in view.trials], [t.outcome for t in view.trials],
+                                       [t.seconds for t in view.trials], [t.role for t in view.trials])),
+            table(["#", "role", "rules off", "outcome", "metric", "seconds", "note"],
+                  [[t.number, t.role, len(t.off), t.outcome, _fmt(t.metric), f"{t.seconds:.2f}",
+                    t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")]
+                   for t in view.trials], outcome_col=3)))
+    repro = result.get("repro") or {}
+    if repro:
+        lines = []
+        for side in ("good", "bad"):
+            argv = repro.get(side)
+            if argv:
+                lines.append(f"# {side}\n" + " ".join(_shell_quote(a) for a in argv))
+        body.append(section("Reproduce both sides of the boundary", code_block("\n\n".join(lines))))
+    if production_cfg:
+        body.append(section(f"Production fusion_switch.cfg ({result.get('switch_file', '')})",
+                            code_block(production_cfg)))
+    if view.command:
+        body.append(section("Command", code_block(" ".join(_shell_quote(a) for a in view.command))))
+    return page("fusebisect run report", f"status: {status}", body)
+
+
+def _shell_quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(str(arg))

@@ -1,0 +1,67 @@
+"""The Markdown report of a run (for pull requests, tickets and chat): same facts as the HTML, no plots."""
+
+from __future__ import annotations
+
+import shlex
+
+from fusebisect.report.model import RunView
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value).replace("|", "\\|")
+
+
+def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | None = None) -> str:
+    """Markdown text of a run report: verdict, culprits, executions, repro commands, production cfg."""
+    result = view.result or {}
+    lines = ["# fusebisect run report", ""]
+    status = view.status
+    culprits = result.get("culprits") or []
+    if status == "found":
+        lines.append("**Culprit found:** " + "; ".join(" + ".join(c.get("rules") or []) for c in culprits))
+    elif status == "running":
+        lines.append("**Run not finished** (interrupted or still running): rerun the same command to resume.")
+    else:
+        lines.append(f"**{status.replace('_', ' ')}**: {result.get('message', '')}")
+    lines.append("")
+    executions = result.get("executions", len(view.trials))
+    bound = result.get("bound")
+    lines.append(f"{executions} executions" + (f" (theoretical bound {bound})" if bound else "")
+                 + f", {len(view.candidates)} candidate rules.")
+    lines.append("")
+    if culprits:
+        lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
+                  "|---|---|---|---|---|---|"]
+        for c in culprits:
+            for rule in c.get("rules") or []:
+                entry = catalog.get(rule) if catalog is not None else None
+                lines.append("| " + " | ".join(_cell(v) for v in (
+                    rule, entry.kind if entry else None, c.get("confidence"),
+                    "bad while on" if c.get("direction", "on") == "on" else "bad while off",
+                    ", ".join(c.get("fused_ops") or []) or None,
+                    entry.description if entry and entry.description else None)) + " |")
+        lines.append("")
+    if view.trials:
+        lines += ["## Executions", "", "| # | role | rules off | outcome | metric | seconds | note |",
+                  "|---|---|---|---|---|---|---|"]
+        for t in view.trials:
+            note = t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")
+            lines.append("| " + " | ".join(_cell(v) for v in (
+                t.number, t.role, len(t.off), t.outcome, t.metric, f"{t.seconds:.2f}", note or None)) + " |")
+        lines.append("")
+    repro = result.get("repro") or {}
+    if repro:
+        lines += ["## Reproduce both sides of the boundary", "", "```bash"]
+        for side in ("good", "bad"):
+            if repro.get(side):
+                lines.append(f"# {side}")
+                lines.append(" ".join(shlex.quote(str(a)) for a in repro[side]))
+        lines += ["```", ""]
+    if production_cfg:
+        lines += [f"## Production fusion_switch.cfg (`{result.get('switch_file', '')}`)", "", "```json",
+                  production_cfg.rstrip("\n"), "```", ""]
+    return "\n".join(lines)

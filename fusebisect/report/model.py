@@ -1,0 +1,85 @@
+"""The view of one ``fusebisect run`` that every renderer shares, folded from its journal records.
+
+Journal records (``WORKDIR/journal.jsonl``, one JSON object per line) are ``start``, ``trial``, ``prior``,
+``dumps`` and ``result`` events. A run that was interrupted has no ``result`` yet: the view still shows what
+was learned so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TrialView:
+    """One execution of the user's command."""
+
+    number: int  # 1-based, in journal order
+    role: str  # reference | baseline | search | confirm | verify | repeat
+    off: list[str]  # candidate rules turned off
+    outcome: str  # good | bad | invalid | unknown
+    metric: float | None
+    curve: list[float]
+    seconds: float
+    reason: str
+    ignored: list[str]  # rules the config turned off that still fired ("switch ignored")
+    switch_file: str | None
+    trial_dir: str | None
+
+
+@dataclass
+class RunView:
+    """Everything a report shows about a run."""
+
+    command: list[str] = field(default_factory=list)
+    candidates: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    trials: list[TrialView] = field(default_factory=list)
+    priors: list[list[str]] = field(default_factory=list)
+    dumps: dict[str, Any] | None = None  # rows with cosine per tensor + first_divergence
+    result: dict[str, Any] | None = None  # the run JSON, absent while the run is unfinished
+
+    @property
+    def status(self) -> str:
+        """``found``/``not_reproduced``/``not_fusion``/``inconclusive``, or ``running`` when unfinished."""
+        return self.result.get("status", "unknown") if self.result else "running"
+
+    def trial_with_role(self, role: str) -> TrialView | None:
+        """The last execution with ``role`` (e.g. the final ``verify`` run), or None."""
+        found = [t for t in self.trials if t.role == role]
+        return found[-1] if found else None
+
+
+def view_from_records(records: list[dict[str, Any]]) -> RunView:
+    """Fold journal records into a :class:`RunView`. Unknown events are ignored (newer journals)."""
+    view = RunView()
+    for rec in records:
+        event = rec.get("event")
+        if event == "start":
+            view.command = list(rec.get("command") or [])
+            view.candidates = list(rec.get("candidates") or [])
+            view.options = dict(rec.get("options") or {})
+        elif event == "candidates":
+            view.candidates = list(rec.get("candidates") or [])
+        elif event == "trial":
+            view.trials.append(TrialView(
+                number=len(view.trials) + 1,
+                role=str(rec.get("role") or "search"),
+                off=sorted(rec.get("off") or []),
+                outcome=str(rec.get("outcome") or "unknown"),
+                metric=rec.get("metric"),
+                curve=[float(v) for v in (rec.get("curve") or []) if v is not None],
+                seconds=float(rec.get("seconds") or 0.0),
+                reason=str(rec.get("reason") or ""),
+                ignored=list(rec.get("ignored") or []),
+                switch_file=rec.get("switch_file"),
+                trial_dir=rec.get("trial_dir"),
+            ))
+        elif event == "prior":
+            view.priors.append(list(rec.get("rules") or []))
+        elif event == "dumps":
+            view.dumps = {k: v for k, v in rec.items() if k != "event"}
+        elif event == "result":
+            view.result = {k: v for k, v in rec.items() if k != "event"}
+    return view
