@@ -14,7 +14,7 @@ import pytest
 from fusebisect.compare import metrics
 from fusebisect.compare.metrics import ALGORITHMS, cell_text, compare_arrays, compute
 
-HELPER = Path(__file__).parent / "helpers" / "msaccucmp_metrics.py"
+HELPER = Path(__file__).parent / "compare_msaccucmp_metrics.py"
 
 
 def _random_pairs(seed: int = 1234) -> list[tuple[np.ndarray, np.ndarray, tuple]]:
