@@ -1,0 +1,610 @@
+"""Read, decide and write CANN ``fusion_switch.cfg`` files.
+
+Reading is lenient where people slip (UTF-8 BOM, ``//``/``#``/``/* */`` comments, trailing commas) and strict where
+CANN is strict (values exactly ``on``/``off``; top-level keys only ``Switch``, ``Priority``,
+``ExceptionalPassOfO1Level``). The old line format ``PassName:on|off`` is read too; its entries apply to both
+GraphFusion and UBFusion. :func:`effective_state` answers "does this pass run?" with CANN's precedence
+(FE ``FusionConfigParser::GetFusionSwitchByName``). Writing is canonical and atomic; since CANN does not re-read
+a switch file whose path it has already seen in the process, :func:`write_hashed_switch_file` names each file by
+its content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from fusebisect.errors import SwitchFileError, UsageError
+from fusebisect.fsutil import atomic_write_text
+from fusebisect.rules.catalog import GRAPH, KINDS, UB, Catalog, normalize_kind
+
+RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
+TOP_LEVEL_KEYS = ("Switch", "Priority", "ExceptionalPassOfO1Level")
+ALL = "ALL"
+VALUES = ("on", "off")
+
+
+def validate_rule_name(name: str) -> str:
+    """Return ``name`` if it only uses characters CANN pass names use (``[A-Za-z0-9_.:-]``).
+
+    Raises UsageError naming the rule otherwise.
+    """
+    if not isinstance(name, str) or not RULE_NAME_RE.match(name):
+        raise UsageError(f"invalid rule name {name!r}: only letters, digits and _ . : - are allowed")
+    return name
+
+
+@dataclass
+class SwitchConfig:
+    """The content of one fusion_switch.cfg."""
+
+    graph: dict[str, str] = field(default_factory=dict)  # Switch.GraphFusion: name -> 'on'|'off' (may hold 'ALL')
+    ub: dict[str, str] = field(default_factory=dict)  # Switch.UBFusion
+    priority: dict = field(default_factory=dict)  # Priority (kept as read)
+    o1_exceptions: list[str] = field(default_factory=list)  # ExceptionalPassOfO1Level
+    legacy: bool = False  # old "Pass:off" line format (entries apply to both kinds)
+    path: Path | None = None
+
+    def section(self, kind: str) -> dict[str, str]:
+        """The name -> value map of one kind ('GraphFusion'/'UBFusion'; 'graph'/'ub' accepted)."""
+        return self.graph if normalize_kind(kind) == GRAPH else self.ub
+
+    def mentioned(self) -> list[str]:
+        """Every pass name the file names (ALL excluded), sorted, each once."""
+        return sorted({n for n in (*self.graph, *self.ub) if n != ALL})
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Lenient JSON reader that keeps positions
+
+
+@dataclass
+class Node:
+    """A JSON value with the offset where it starts."""
+
+    value: object  # dict (list of pairs) / list / str / int / float / bool / None
+    offset: int
+    kind: str  # 'object' | 'array' | 'string' | 'number' | 'bool' | 'null'
+    pairs: list[tuple[str, int, "Node"]] | None = None  # objects: (key, key offset, value), file order
+    items: list["Node"] | None = None  # arrays
+
+
+@dataclass
+class Leniency:
+    """Something fusebisect accepted but CANN's JSON parser would reject."""
+
+    what: str  # 'comment' | 'trailing comma'
+    offset: int
+
+
+class _JSONSyntaxError(Exception):
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_NUMBER_RE = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+class _Reader:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.lenient: list[Leniency] = []
+
+    def skip(self) -> None:
+        text, n = self.text, len(self.text)
+        while self.pos < n:
+            ch = text[self.pos]
+            if ch in " \t\r\n":
+                self.pos += 1
+            elif ch == "#" or text.startswith("//", self.pos):
+                self.lenient.append(Leniency("comment", self.pos))
+                end = text.find("\n", self.pos)
+                self.pos = n if end < 0 else end + 1
+            elif text.startswith("/*", self.pos):
+                self.lenient.append(Leniency("comment", self.pos))
+                end = text.find("*/", self.pos + 2)
+                if end < 0:
+                    raise _JSONSyntaxError("unterminated /* comment", self.pos)
+                self.pos = end + 2
+            else:
+                break
+
+    def document(self) -> Node:
+        self.skip()
+        if self.pos >= len(self.text):
+            raise _JSONSyntaxError("empty file (expected a JSON object)", self.pos)
+        node = self.value()
+        self.skip()
+        if self.pos < len(self.text):
+            raise _JSONSyntaxError(f"unexpected {self.text[self.pos]!r} after the JSON value", self.pos)
+        return node
+
+    def value(self) -> Node:
+        self.skip()
+        if self.pos >= len(self.text):
+            raise _JSONSyntaxError("unexpected end of file", self.pos)
+        ch = self.text[self.pos]
+        if ch == "{":
+            return self.obj()
+        if ch == "[":
+            return self.arr()
+        if ch == '"':
+            start = self.pos
+            return Node(self.string(), start, "string")
+        for word, val, kind in (("true", True, "bool"), ("false", False, "bool"), ("null", None, "null")):
+            if self.text.startswith(word, self.pos):
+                start = self.pos
+                self.pos += len(word)
+                return Node(val, start, kind)
+        m = _NUMBER_RE.match(self.text, self.pos)
+        if m and m.end() > self.pos:
+            start = self.pos
+            self.pos = m.end()
+            s = m.group(0)
+            return Node(float(s) if any(c in s for c in ".eE") else int(s), start, "number")
+        if ch == "'":
+            raise _JSONSyntaxError("strings need double quotes", self.pos)
+        raise _JSONSyntaxError(f"unexpected {ch!r} (expected a value)", self.pos)
+
+    def string(self) -> str:
+        text = self.text
+        self.pos += 1
+        out = []
+        while True:
+            if self.pos >= len(text):
+                raise _JSONSyntaxError("unterminated string", self.pos)
+            ch = text[self.pos]
+            if ch == '"':
+                self.pos += 1
+                return "".join(out)
+            if ch == "\\":
+                esc = text[self.pos + 1: self.pos + 2]
+                if esc in _ESCAPES:
+                    out.append(_ESCAPES[esc])
+                    self.pos += 2
+                elif esc == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[self.pos + 2: self.pos + 6]):
+                    out.append(chr(int(text[self.pos + 2: self.pos + 6], 16)))
+                    self.pos += 6
+                else:
+                    raise _JSONSyntaxError("invalid escape in string", self.pos)
+            elif ch == "\n":
+                raise _JSONSyntaxError("unterminated string (newline inside quotes)", self.pos)
+            else:
+                out.append(ch)
+                self.pos += 1
+
+    def obj(self) -> Node:
+        start = self.pos
+        self.pos += 1
+        pairs: list[tuple[str, int, Node]] = []
+        comma_at = None
+        while True:
+            self.skip()
+            if self.pos >= len(self.text):
+                raise _JSONSyntaxError("unterminated object (missing '}')", start)
+            ch = self.text[self.pos]
+            if ch == "}":
+                if comma_at is not None:
+                    self.lenient.append(Leniency("trailing comma", comma_at))
+                self.pos += 1
+                return Node({k: v.value for k, _, v in pairs}, start, "object", pairs=pairs)
+            if pairs and comma_at is None:
+                raise _JSONSyntaxError("expected ',' or '}'", self.pos)
+            if ch != '"':
+                raise _JSONSyntaxError("expected a double-quoted key", self.pos)
+            key_at = self.pos
+            key = self.string()
+            self.skip()
+            if self.text[self.pos: self.pos + 1] != ":":
+                raise _JSONSyntaxError("expected ':' after the key", self.pos)
+            self.pos += 1
+            pairs.append((key, key_at, self.value()))
+            self.skip()
+            comma_at = None
+            if self.text[self.pos: self.pos + 1] == ",":
+                comma_at = self.pos
+                self.pos += 1
+
+    def arr(self) -> Node:
+        start = self.pos
+        self.pos += 1
+        items: list[Node] = []
+        comma_at = None
+        while True:
+            self.skip()
+            if self.pos >= len(self.text):
+                raise _JSONSyntaxError("unterminated array (missing ']')", start)
+            if self.text[self.pos] == "]":
+                if comma_at is not None:
+                    self.lenient.append(Leniency("trailing comma", comma_at))
+                self.pos += 1
+                return Node([i.value for i in items], start, "array", items=items)
+            if items and comma_at is None:
+                raise _JSONSyntaxError("expected ',' or ']'", self.pos)
+            items.append(self.value())
+            self.skip()
+            comma_at = None
+            if self.text[self.pos: self.pos + 1] == ",":
+                comma_at = self.pos
+                self.pos += 1
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset in ``text``."""
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def _strip_bom(text: str) -> tuple[str, bool]:
+    if text.startswith("\ufeff"):
+        return text[1:], True
+    return text, False
+
+
+def looks_like_json(text: str) -> bool:
+    """True if the first non-blank, non-comment character is '{' or '[' (JSON), False for the old line format."""
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith(("#", "//")):
+            continue
+        return s.startswith(("{", "["))
+    return True  # empty file: report it as empty JSON
+
+
+def read_json_tree(text: str, path=None) -> tuple[Node, list[Leniency]]:
+    """Parse lenient JSON; return the root node and what was accepted leniently.
+
+    Raises SwitchFileError with line and column on a syntax error.
+    """
+    reader = _Reader(text)
+    try:
+        node = reader.document()
+    except _JSONSyntaxError as exc:
+        line, col = line_col(text, exc.offset)
+        raise SwitchFileError(f"invalid JSON: {exc.message}", path=path, line=line, column=col) from None
+    return node, reader.lenient
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Interpretation (shared by the strict parser and the linter)
+
+
+@dataclass
+class Problem:
+    """One finding about a switch file."""
+
+    severity: str  # 'error' (CANN rejects the file or the entry is invalid) | 'warning' (likely not what you mean)
+    #                | 'info' (true but not actionable)
+    code: str  # short id, e.g. 'invalid-value', 'unknown-rule'
+    message: str
+    line: int | None = None
+    column: int | None = None
+    rule: str | None = None
+    section: str | None = None
+
+
+def _interpret_json(root: Node, text: str, problems: list[Problem]) -> SwitchConfig:
+    """Fill a SwitchConfig from the tree; append every structural problem (error severity) to ``problems``."""
+    cfg = SwitchConfig()
+
+    def add(code, msg, offset, rule=None, section=None, severity="error"):
+        line, col = line_col(text, offset)
+        problems.append(Problem(severity, code, msg, line, col, rule, section))
+
+    if root.kind != "object":
+        add("not-object", "the file must be a JSON object with a \"Switch\" key", root.offset)
+        return cfg
+    seen_top: set[str] = set()
+    for key, key_at, node in root.pairs or []:
+        if key in seen_top:
+            add("duplicate", f"duplicate top-level key {key!r}", key_at)
+            continue
+        seen_top.add(key)
+        if key not in TOP_LEVEL_KEYS:
+            hint = next((k for k in TOP_LEVEL_KEYS if k.lower() == key.lower()), None)
+            add("top-level-key", f"top-level key {key!r} is not allowed: CANN accepts only Switch, Priority and "
+                f"ExceptionalPassOfO1Level" + (f" (did you mean {hint!r}?)" if hint else ""), key_at)
+            continue
+        if key == "Switch":
+            if node.kind != "object":
+                add("type", "\"Switch\" must be an object with GraphFusion and/or UBFusion", node.offset)
+                continue
+            seen_sec: set[str] = set()
+            for sec, sec_at, sec_node in node.pairs or []:
+                if sec in seen_sec:
+                    add("duplicate", f"duplicate section {sec!r} in Switch", sec_at, section=sec)
+                    continue
+                seen_sec.add(sec)
+                if sec not in KINDS:
+                    hint = next((k for k in KINDS if k.lower() == sec.lower()), None)
+                    add("section", f"unknown section {sec!r} in Switch: expected GraphFusion or UBFusion"
+                        + (f" (did you mean {hint!r}?)" if hint else ""), sec_at, section=sec)
+                    continue
+                if sec_node.kind != "object":
+                    add("type", f"Switch.{sec} must be an object of \"PassName\": \"on\"|\"off\"", sec_node.offset,
+                        section=sec)
+                    continue
+                target = cfg.section(sec)
+                for name, name_at, val in sec_node.pairs or []:
+                    if not RULE_NAME_RE.match(name):
+                        add("rule-name", f"invalid rule name {name!r} in Switch.{sec}: only letters, digits and "
+                            "_ . : - are allowed", name_at, rule=name, section=sec)
+                        continue
+                    if name in target:
+                        add("duplicate", f"{name} appears twice in Switch.{sec}", name_at, rule=name, section=sec)
+                        continue
+                    if val.kind != "string" or val.value not in VALUES:
+                        shown = json.dumps(val.value) if val.kind != "object" else "an object"
+                        add("invalid-value", f"Switch.{sec}.{name} = {shown}: the value must be exactly \"on\" or "
+                            "\"off\"", val.offset, rule=name, section=sec)
+                        continue
+                    target[name] = val.value
+        elif key == "Priority":
+            if node.kind != "object":
+                add("type", "\"Priority\" must be an object", node.offset)
+                continue
+            cfg.priority = node.value  # type: ignore[assignment]
+        else:
+            if node.kind != "array" or any(i.kind != "string" for i in node.items or []):
+                add("type", "\"ExceptionalPassOfO1Level\" must be an array of pass names", node.offset)
+                continue
+            cfg.o1_exceptions = list(node.value)  # type: ignore[arg-type]
+    if "Switch" not in seen_top and not problems:
+        add("no-switch", "no \"Switch\" key: this file switches nothing", root.offset, severity="warning")
+    return cfg
+
+
+def _interpret_legacy(text: str, problems: list[Problem]) -> SwitchConfig:
+    """Old format: one ``PassName:on|off`` per line, applying to both kinds; duplicates are errors."""
+    cfg = SwitchConfig(legacy=True)
+    seen: dict[str, int] = {}
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        s = raw.strip()
+        if not s or s.startswith(("#", "//")):
+            continue
+        col = raw.index(s[0]) + 1
+        name, sep, value = s.rpartition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            problems.append(Problem("error", "syntax", f"expected PassName:on or PassName:off, got {s!r}",
+                                    lineno, col))
+            continue
+        if not RULE_NAME_RE.match(name):
+            problems.append(Problem("error", "rule-name", f"invalid rule name {name!r}: only letters, digits and "
+                                    "_ . : - are allowed", lineno, col, rule=name))
+            continue
+        if value not in VALUES:
+            problems.append(Problem("error", "invalid-value", f"{name}:{value}: the value must be exactly on or off",
+                                    lineno, col + s.rindex(":") + 1, rule=name))
+            continue
+        if name in seen:
+            problems.append(Problem("error", "duplicate", f"{name} appears twice (first on line {seen[name]})",
+                                    lineno, col, rule=name))
+            continue
+        seen[name] = lineno
+        cfg.graph[name] = value
+        cfg.ub[name] = value
+    return cfg
+
+
+def decode_switch_bytes(data: bytes, path=None) -> str:
+    """Decode file bytes as UTF-8 (a BOM is allowed and kept as U+FEFF). Raises SwitchFileError otherwise."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SwitchFileError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                              path=path) from None
+
+
+def read_switch_bytes(path) -> bytes:
+    """The raw bytes of a switch file. Raises SwitchFileError if missing, a directory or unreadable."""
+    p = Path(path)
+    if p.is_dir():
+        raise SwitchFileError("is a directory, expected a fusion switch file", path=p)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise SwitchFileError("no such file", path=p) from None
+    except OSError as exc:
+        raise SwitchFileError(f"cannot read: {exc.strerror or exc}", path=p) from None
+
+
+def parse_switch_text(text: str, path=None) -> SwitchConfig:
+    """Parse a switch file's text (JSON or the old line format) into a SwitchConfig.
+
+    Raises SwitchFileError (with line and column) for invalid JSON, a top-level key other than Switch/Priority/
+    ExceptionalPassOfO1Level, a value other than exactly on/off, an invalid rule name, or a duplicate entry.
+    """
+    text, _ = _strip_bom(text)
+    problems: list[Problem] = []
+    if looks_like_json(text):
+        root, _lenient = read_json_tree(text, path)
+        cfg = _interpret_json(root, text, problems)
+    else:
+        cfg = _interpret_legacy(text, problems)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        first = errors[0]
+        raise SwitchFileError(first.message, path=path, line=first.line, column=first.column)
+    cfg.path = Path(path) if path is not None else None
+    return cfg
+
+
+def parse_switch_file(path) -> SwitchConfig:
+    """Read and parse a switch file. Raises SwitchFileError for unreadable, non-UTF-8 or invalid files."""
+    return parse_switch_text(decode_switch_bytes(read_switch_bytes(path), path), path)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# CANN precedence
+
+
+def _merged(kind: str, config: SwitchConfig | None, catalog: Catalog, builtin: SwitchConfig | None) -> dict:
+    """The FE switch map for one kind: user entries first, then built-in ones (emplace: first writer wins)."""
+    merged: dict[str, str] = dict(config.section(kind)) if config is not None else {}
+    base = builtin.section(kind) if builtin is not None else catalog.builtin_entries(kind)
+    for name, value in base.items():
+        merged.setdefault(name, value)
+    return merged
+
+
+def _state_in(name: str, kind: str, config, catalog, builtin) -> bool:
+    merged = _merged(kind, config, catalog, builtin)
+    if name in merged:
+        return merged[name] == "on"
+    if ALL in merged:
+        return merged[ALL] == "on"
+    return True
+
+
+def effective_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, kind: str | None = None,
+                    builtin: SwitchConfig | None = None) -> bool:
+    """Whether pass ``rule`` runs (True) under ``config``, following CANN's order:
+
+    1. forbidden-close passes (ForbiddenClosedPass / FORBIDDEN_CLOSE) always run;
+    2. in the switch map of the pass's kind, an exact (case-sensitive) name beats ``ALL``;
+    3. the map holds user entries first and built-in entries only for keys the user did not set, so user entries
+       beat built-in ones, a built-in explicit entry beats a user ``ALL``, and built-in ``off`` defaults stay off
+       unless the user names the pass ``on``;
+    4. otherwise the pass runs.
+
+    ``builtin`` replaces the catalog's built-in fusion_config.json entries (tests, other CANN versions). ``kind``
+    ('graph'/'ub'/'GraphFusion'/'UBFusion') is required information for names the catalog lacks or whose kind is
+    unknown; without it such a pass counts as off only if both sections turn it off. Raises FusebisectError for a
+    bad ``kind``.
+    """
+    entry = catalog.rules.get(rule)
+    if entry is not None and not entry.can_disable:
+        return True
+    want = normalize_kind(kind)
+    if want is None and entry is not None and entry.kind in KINDS:
+        want = entry.kind
+    if want is not None:
+        return _state_in(rule, want, config, catalog, builtin)
+    return any(_state_in(rule, k, config, catalog, builtin) for k in KINDS)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Building and writing
+
+
+def off_config(rules: Iterable[str], catalog: Catalog, *, kind: str | None = None) -> SwitchConfig:
+    """A config that switches ``rules`` off, each in its catalog section.
+
+    ``kind`` places names the catalog lacks (and catalog rules of unknown kind); a catalog rule of unknown kind
+    without ``kind`` goes into both sections. Raises UsageError for an invalid name, or an unknown name without
+    ``kind`` (the message carries did-you-mean suggestions).
+    """
+    want = normalize_kind(kind)
+    cfg = SwitchConfig()
+    for name in rules:
+        validate_rule_name(name)
+        entry = catalog.rules.get(name)
+        if entry is not None and entry.kind in KINDS:
+            cfg.section(entry.kind)[name] = "off"
+        elif entry is not None or want is not None:
+            for k in ((want,) if want is not None else KINDS):
+                cfg.section(k)[name] = "off"
+        else:
+            hints = catalog.suggest(name)
+            hint = f"; did you mean {', '.join(hints)}?" if hints else ""
+            raise UsageError(f"unknown rule {name!r} (not in the catalog; pass --kind graph|ub to use it anyway)"
+                             f"{hint}")
+    return cfg
+
+
+def all_off_config(catalog: Catalog) -> SwitchConfig:
+    """``ALL: off`` in both sections, plus an explicit ``off`` for every built-in explicit ``on`` entry (which a
+    user ``ALL`` does not override). Forbidden-close passes still run. Returns the config."""
+    cfg = SwitchConfig(graph={ALL: "off"}, ub={ALL: "off"})
+    for k in KINDS:
+        for name, value in catalog.builtin_entries(k).items():
+            if value == "on" and catalog.rules[name].can_disable:
+                cfg.section(k)[name] = "off"
+    return cfg
+
+
+def config_document(config: SwitchConfig) -> dict:
+    """The JSON document for ``config`` (empty sections omitted; legacy configs become JSON)."""
+    switch = {}
+    if config.graph:
+        switch[GRAPH] = dict(config.graph)
+    if config.ub:
+        switch[UB] = dict(config.ub)
+    doc: dict = {"Switch": switch}
+    if config.priority:
+        doc["Priority"] = config.priority
+    if config.o1_exceptions:
+        doc["ExceptionalPassOfO1Level"] = list(config.o1_exceptions)
+    return doc
+
+
+def render_switch(config: SwitchConfig) -> str:
+    """Canonical JSON text: sorted keys, 2-space indent, trailing newline. Raises UsageError for a bad name."""
+    for name in (*config.graph, *config.ub):
+        validate_rule_name(name)
+    for name, value in (*config.graph.items(), *config.ub.items()):
+        if value not in VALUES:
+            raise UsageError(f"invalid value {value!r} for {name}: expected on or off")
+    return json.dumps(config_document(config), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Path:
+    """Write ``config`` canonically and atomically to ``path``; return the path.
+
+    An existing file is replaced only with ``force``, and then kept as ``<path>.bak``. Raises UsageError if
+    ``path`` is a directory or exists without ``force``; OSError on I/O failure.
+    """
+    p = Path(path)
+    text = render_switch(config)
+    if p.is_dir():
+        raise UsageError(f"{p}: is a directory, expected a file path for the switch file")
+    if p.exists():
+        if not force:
+            raise UsageError(f"{p}: already exists (use --force to replace it; the old file is kept as .bak)")
+        shutil.copy2(p, p.with_name(p.name + ".bak"))
+    return atomic_write_text(p, text)
+
+
+def switch_file_name(config: SwitchConfig) -> str:
+    """``fusion_switch.<sha256[:12]>.cfg`` for the canonical text of ``config``."""
+    digest = hashlib.sha256(render_switch(config).encode("utf-8")).hexdigest()[:12]
+    return f"fusion_switch.{digest}.cfg"
+
+
+def write_hashed_switch_file(directory, config: SwitchConfig) -> Path:
+    """Write ``config`` to ``directory/fusion_switch.<sha256[:12]>.cfg`` (created if needed); return the path.
+
+    Idempotent: an existing file with that name already holds this content and is left alone. Different configs
+    get different paths, so a process that caches switch files by path still sees each one. Raises UsageError
+    if ``directory`` is a file; OSError on I/O failure.
+    """
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise UsageError(f"{d}: is a file, expected a directory for switch files")
+    text = render_switch(config)
+    target = d / switch_file_name(config)
+    if target.is_file():
+        try:
+            if target.read_text(encoding="utf-8") == text:
+                return target
+        except (OSError, UnicodeDecodeError):
+            pass
+    return atomic_write_text(target, text)
+
+
+def resolve_switch_path(path) -> str:
+    """Absolute path string of a switch file, as front ends should be given it."""
+    return os.path.abspath(os.fspath(path))
