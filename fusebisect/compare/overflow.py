@@ -268,3 +268,442 @@ def status_meanings(unit: str, status_words: Sequence[int] | int) -> list[str]:
         if word:
             out.append(f"status word {i}: 0x{int(word) & 0xFFFFFFFFFFFFFFFF:x}")
     return out
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tensor statistics and diagnosis (pure numpy)
+
+@dataclass
+class TensorStats:
+    """Summary of one input or output tensor of an overflowing op.
+
+    ``min``/``max`` ignore NaN (so an Inf shows), ``mean`` is over finite values. ``saturated`` counts finite
+    float16 values with ``|x| >= 65504`` (0 for other dtypes).
+    """
+
+    kind: str                         # 'input' | 'output'
+    index: int
+    shape: tuple[int, ...]
+    dtype: str
+    format: str = "ND"
+    count: int = 0
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    nan: int = 0
+    pos_inf: int = 0
+    neg_inf: int = 0
+    saturated: int = 0
+    error: str | None = None          # why no statistics could be computed
+
+    @property
+    def abnormal(self) -> bool:
+        """True when the tensor holds NaN, +/-Inf or float16-saturated values."""
+        return bool(self.nan or self.pos_inf or self.neg_inf or self.saturated)
+
+    @property
+    def float16_overflow(self) -> bool:
+        """True for a float16 tensor reaching +/-65504 or Inf."""
+        return self.dtype == "float16" and bool(self.saturated or self.pos_inf or self.neg_inf)
+
+    def problem_text(self) -> str:
+        """e.g. ``'2 NaN, 1 +Inf, 3 saturated (|x|>=65504)'``; '' when clean."""
+        parts = [f"{n} {label}" for n, label in ((self.nan, "NaN"), (self.pos_inf, "+Inf"), (self.neg_inf, "-Inf"),
+                                                  (self.saturated, "saturated (|x|>=65504)")) if n]
+        return ", ".join(parts)
+
+    def to_json(self) -> dict:
+        """Plain-JSON form (NaN/Inf statistics become null)."""
+        def num(v):
+            return v if v is None or math.isfinite(v) else None
+        return {"kind": self.kind, "index": self.index, "shape": list(self.shape), "dtype": self.dtype,
+                "format": self.format, "count": self.count, "min": num(self.min), "max": num(self.max),
+                "max_is_inf": self.max is not None and math.isinf(self.max),
+                "mean": num(self.mean), "nan": self.nan, "pos_inf": self.pos_inf, "neg_inf": self.neg_inf,
+                "saturated": self.saturated, "abnormal": self.abnormal, "error": self.error}
+
+
+def tensor_stats(array: np.ndarray, *, kind: str, index: int, dtype: str | None = None,
+                 format: str = "ND") -> TensorStats:
+    """Statistics of ``array``: shape, min, max, mean and NaN/+Inf/-Inf/float16-saturation counts.
+
+    ``dtype`` is the dump's dtype name (defaults to the array's). Returns a TensorStats; never raises for a
+    numeric array (an unsupported element type gives ``error`` set).
+    """
+    arr = np.asarray(array)
+    name = dtype or str(arr.dtype)
+    st = TensorStats(kind=kind, index=index, shape=tuple(int(d) for d in arr.shape), dtype=name, format=format,
+                     count=int(arr.size))
+    if arr.size == 0:
+        return st
+    try:
+        if arr.dtype.kind == "c":
+            values = np.abs(arr)
+        elif arr.dtype.kind in "biu":
+            values = arr.astype(np.float64)
+        elif arr.dtype in (np.float16, np.float32, np.float64):
+            values = arr
+        else:  # bfloat16 / float8 (ml_dtypes) and anything float-like
+            values = arr.astype(np.float32)
+    except (TypeError, ValueError) as exc:
+        st.error = f"cannot summarise dtype {name}: {exc}"
+        return st
+    flat = values.reshape(-1)
+    nan_mask = np.isnan(flat)
+    st.nan = int(nan_mask.sum())
+    st.pos_inf = int(np.count_nonzero(flat == np.inf))
+    st.neg_inf = int(np.count_nonzero(flat == -np.inf))
+    if name == "float16" or arr.dtype == np.float16:
+        finite = np.isfinite(flat)
+        st.saturated = int(np.count_nonzero(finite & (np.abs(flat) >= FLOAT16_MAX)))
+    if st.nan < flat.size:
+        st.min = float(np.nanmin(flat)) if st.nan else float(flat.min())
+        st.max = float(np.nanmax(flat)) if st.nan else float(flat.max())
+    finite_vals = flat[np.isfinite(flat)] if (st.nan or st.pos_inf or st.neg_inf) else flat
+    if finite_vals.size:
+        st.mean = float(np.mean(finite_vals, dtype=np.float64))
+    return st
+
+
+def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, op_type: str = "", unit: str = "",
+             matched: bool = True, task_id: int | None = None, stream_id: int | None = None,
+             pass_names: Sequence[str] = (), original_ops: Sequence[str] = (), op_name: str = "") -> str:
+    """One line saying where to look next, following the usual overflow analysis:
+
+    inputs already abnormal -> look upstream first; clean inputs and a float16 output saturating -> keep the op
+    in float32; fused op -> name the fusion rules. Returns the sentence(s); never raises.
+    """
+    parts: list[str] = []
+    if not matched:
+        parts.append(f"No op dump with task_id {task_id}, stream_id {stream_id} in this iteration directory: "
+                     f"dump all ops together with overflow detection to see this op's tensors.")
+    else:
+        bad_in = [s for s in inputs if s.abnormal]
+        bad_out = [s for s in outputs if s.abnormal]
+        fp16_out = [s for s in outputs if s.float16_overflow]
+        what = op_type or "this op"
+        if bad_in:
+            first = bad_in[0]
+            parts.append(f"Input already abnormal (input {first.index}: {first.problem_text()}): the problem starts "
+                         f"upstream; look at the op producing it (or the model's inputs/constants) first.")
+        elif fp16_out:
+            first = fp16_out[0]
+            parts.append(f"Inputs are clean but float16 output {first.index} overflows ({first.problem_text()}): "
+                         f"keep {what} in float32 (precision_mode allow_mix_precision with {what} on the blacklist "
+                         f"via modify_mixlist, or keep_dtype_scope).")
+        elif bad_out:
+            first = bad_out[0]
+            parts.append(f"Inputs are clean but output {first.index} holds {first.problem_text()}: the computation "
+                         f"of {what} overflowed; check its formula against these input values.")
+        elif not inputs and not outputs:
+            parts.append("The matched op dump holds no tensors to inspect.")
+        else:
+            parts.append("No NaN/Inf/65504 in inputs or outputs: the overflow happened in an intermediate step "
+                         "(e.g. a sum before an average); check the op's formula.")
+    if unit in ("DHA Atomic Add", "L2 Atomic Add"):
+        parts.append("This is an atomic-add overflow: resolve AI Core overflows first.")
+    rules = list(dict.fromkeys(p for p in pass_names if p))
+    originals = [o for o in dict.fromkeys(original_ops) if o and o != op_name]
+    if rules:
+        parts.append(f"Fused by {', '.join(rules)}: test with `fusebisect cfg off {' '.join(rules)}`.")
+    elif len(originals) > 1:
+        parts.append(f"Fused op (originals {', '.join(originals)}): pass --graph to name the fusion rules.")
+    return " ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Directory analysis
+
+@dataclass
+class Overflow:
+    """One overflowing op (or, in scan mode, the first abnormal tensors of an op)."""
+
+    op_type: str
+    op_name: str
+    task_id: int | None
+    stream_id: int | None
+    timestamp: int                    # the op dump's timestamp, else the Opdebug file's
+    unit: str                         # record unit, or 'scan'
+    status: int
+    status_words: tuple[int, ...] = ()
+    meanings: list[str] = field(default_factory=list)
+    inputs: list[TensorStats] = field(default_factory=list)
+    outputs: list[TensorStats] = field(default_factory=list)
+    pass_names: list[str] = field(default_factory=list)     # pass_name then pass_name_ub
+    original_ops: list[str] = field(default_factory=list)
+    diagnosis: str = ""
+    context_id: int | None = None
+    thread_id: int | None = None
+    matched: bool = True
+    dump_file: Path | None = None
+    opdebug_file: Path | None = None
+    iteration: dict = field(default_factory=dict)           # device, model_name, model_id, iteration
+
+    def to_json(self) -> dict:
+        """The documented ``--json`` object (plus a few extra keys)."""
+        return {"op_type": self.op_type, "op_name": self.op_name, "task_id": self.task_id,
+                "stream_id": self.stream_id, "timestamp": self.timestamp, "unit": self.unit, "status": self.status,
+                "meanings": list(self.meanings), "inputs": [s.to_json() for s in self.inputs],
+                "outputs": [s.to_json() for s in self.outputs], "pass_names": list(self.pass_names),
+                "diagnosis": self.diagnosis, "status_words": list(self.status_words),
+                "context_id": self.context_id, "thread_id": self.thread_id, "original_ops": list(self.original_ops),
+                "matched": self.matched, "dump_file": str(self.dump_file) if self.dump_file else None,
+                "opdebug_file": str(self.opdebug_file) if self.opdebug_file else None, "iteration": self.iteration}
+
+
+@dataclass
+class OverflowReport:
+    """What :func:`analyse` found."""
+
+    dump_dir: Path
+    mode: str                         # 'opdebug' | 'scan'
+    overflows: list[Overflow]         # the first ``limit``, execution order
+    total: int                        # overflows found in all (scan: found before stopping at the limit)
+    limit: int
+    opdebug_files: int = 0
+    scanned: int = 0                  # op dumps read (scan mode)
+    problems: list[tuple[Path, str]] = field(default_factory=list)   # per-file problems, not fatal
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """``{"overflows": [...], "total", "mode", "limit", "opdebug_files", "scanned", "problems", "notes"}``."""
+        return {"overflows": [o.to_json() for o in self.overflows], "total": self.total, "mode": self.mode,
+                "limit": self.limit, "dump_dir": str(self.dump_dir), "opdebug_files": self.opdebug_files,
+                "scanned": self.scanned,
+                "problems": [{"path": str(p), "message": m} for p, m in self.problems], "notes": list(self.notes)}
+
+
+_PASS_THROUGH_FORMATS = {"ND", "NCHW", "NHWC", "NCDHW", "NDHWC", "HWCN", "DHWCN", "CHWN", "NC", "CN", "NCL",
+                         "RESERVED", "MD"}
+
+
+def _is_debug(entry) -> bool:
+    return entry.op_type == "Opdebug" or entry.path.name.startswith("Opdebug.Node_OpDebug.")
+
+
+def _group_key(entry) -> tuple:
+    return (entry.device, entry.model_name, entry.model_id, entry.iteration)
+
+
+def _iteration_dict(entry) -> dict:
+    return {"device": entry.device, "model_name": entry.model_name, "model_id": entry.model_id,
+            "iteration": entry.iteration}
+
+
+def _name_id(entry, attr: str) -> int | None:
+    value = getattr(entry.name, attr, None)
+    return None if value is None or value in INVALID_IDS else int(value)
+
+
+def _stream(entry) -> int:
+    return 0 if entry.stream_id is None else int(entry.stream_id)
+
+
+def _mangle(name: str) -> str:
+    for ch in "./\\ ":
+        name = name.replace(ch, "_")
+    return name
+
+
+class _GraphIndex:
+    """Look up graph ops by the (mangled) op name found in dump file names."""
+
+    def __init__(self, graph) -> None:
+        self.graph = graph
+        self.by_mangled: dict[str, Any] = {}
+        if graph is not None:
+            for op in graph.ops:
+                self.by_mangled.setdefault(_mangle(op.name), op)
+
+    def op(self, name: str):
+        if self.graph is None:
+            return None
+        return self.graph.op(name) or self.by_mangled.get(_mangle(name))
+
+
+def _tensor_stats(rec, kind: str) -> TensorStats:
+    fmt = getattr(rec, "format_name", "ND")
+    try:
+        dtype = rec.dtype_name
+    except Exception:  # an enum value the dtype table does not know
+        dtype = f"dtype {rec.dtype}"
+    try:
+        arr = rec.array()
+    except FusebisectError as exc:
+        return TensorStats(kind=kind, index=rec.index, shape=tuple(rec.shape), dtype=dtype, format=fmt,
+                           error=exc.reason if hasattr(exc, "reason") else str(exc))
+    if fmt not in _PASS_THROUGH_FORMATS and rec.original_shape:
+        try:
+            from fusebisect.compare.formats import to_original
+            arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
+            fmt = f"{fmt}->original"
+        except (FusebisectError, ImportError, ValueError, TypeError):
+            pass  # summarise the device layout as it is
+    return tensor_stats(arr, kind=kind, index=rec.index, dtype=dtype, format=fmt)
+
+
+def _op_details(dump_path: Path, op_name: str, gindex: _GraphIndex) -> tuple[list, list, str | None, list, list]:
+    """(inputs, outputs, graph op type, pass names, original ops) for one op dump; raises DumpFormatError."""
+    from fusebisect.compare.dumpfile import read_dump
+
+    dump = read_dump(dump_path)
+    inputs = [_tensor_stats(t, "input") for t in dump.inputs]
+    outputs = [_tensor_stats(t, "output") for t in dump.outputs]
+    op = gindex.op(dump.op_name or op_name) or gindex.op(op_name)
+    gtype, passes, originals = None, [], []
+    if op is not None:
+        gtype = op.type
+        passes = list(op.pass_names) + ([op.ub_pass_name] if op.ub_pass_name else [])
+        originals = list(op.original_op_names)
+    if not originals:
+        originals = list(dict.fromkeys(t.original_op[0] for t in dump.outputs if t.original_op))
+    return inputs, outputs, gtype, list(dict.fromkeys(passes)), originals
+
+
+def _load_graph(graph):
+    if graph is None or not isinstance(graph, (str, Path)):
+        return graph
+    from fusebisect.compare.graph import load_graph
+    return load_graph(graph)
+
+
+def _match(rec: OverflowRecord, candidates: list, debug_ts: int):
+    """The op dump of ``candidates`` (same iteration, same task/stream) this record points at, or None."""
+    pool = [e for e in candidates
+            if (rec.context_id is None or _name_id(e, "context_id") in (None, rec.context_id))
+            and (rec.thread_id is None or _name_id(e, "thread_id") in (None, rec.thread_id))]
+    if not pool:
+        return None
+    exact = [e for e in pool if rec.context_id is not None and _name_id(e, "context_id") == rec.context_id]
+    pool = exact or pool
+    before = [e for e in pool if e.timestamp <= debug_ts]
+    return max(before, key=lambda e: e.timestamp) if before else min(pool, key=lambda e: e.timestamp)
+
+
+def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> OverflowReport:
+    """Find overflowing ops under ``dump_dir`` and explain the first ``limit`` of them in execution order.
+
+    Without ``scan``: decode every ``Opdebug.Node_OpDebug.*`` file (any dump encoding, old or new record layout),
+    match each non-zero record to its op dump in the same iteration directory, and summarise the op's tensors.
+    With ``scan``: walk ordinary dumps in execution order and report the first ops whose tensors hold NaN/Inf or
+    float16 values at +/-65504. ``graph`` is a path for :func:`load_graph` or a loaded Graph; it adds op types,
+    pass names and original ops. Returns an OverflowReport (unreadable files are listed in ``problems``).
+    Raises UsageError for ``limit < 1``, DumpFormatError/GraphFormatError if the directory or graph cannot be read.
+    """
+    from fusebisect.compare.tree import scan_dumps
+
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1 (got {limit})")
+    root = Path(dump_dir)
+    if not root.exists():
+        raise DumpFormatError("no such file or directory", path=root)
+    gindex = _GraphIndex(_load_graph(graph))
+    tree = scan_dumps(root)
+    if scan:
+        return _scan(root, tree, gindex, limit)
+
+    report = OverflowReport(dump_dir=root, mode="opdebug", overflows=[], total=0, limit=limit)
+    report.problems.extend((Path(p), msg) for p, msg in tree.bad if Path(p).name.startswith("Opdebug"))
+    debug_entries = [e for e in tree.entries if _is_debug(e)]
+    report.opdebug_files = len(debug_entries)
+    if not debug_entries:
+        report.notes.append(f"no Opdebug.Node_OpDebug.* files under {root}: no overflow was recorded "
+                            f"(use --scan to look for NaN/Inf/65504 in ordinary dumps)")
+        return report
+
+    index: dict[tuple, dict[tuple[int, int], list]] = {}
+    for e in tree.entries:
+        if not _is_debug(e):
+            index.setdefault(_group_key(e), {}).setdefault((int(e.task_id), _stream(e)), []).append(e)
+
+    from fusebisect.compare.dumpfile import read_dump
+
+    found: list[tuple[tuple, OverflowRecord, Any, Any]] = []
+    zero_files = 0
+    for dbg in debug_entries:
+        try:
+            dump = read_dump(dbg.path)
+        except FusebisectError as exc:
+            report.problems.append((dbg.path, f"unreadable Opdebug file: {getattr(exc, 'reason', exc)}"))
+            continue
+        if not dump.outputs:
+            report.problems.append((dbg.path, "Opdebug file has no output tensor holding an overflow record"))
+            continue
+        any_overflow = False
+        for out in dump.outputs:
+            try:
+                raw = getattr(out, "raw", None)   # the bytes as stored, whatever dtype the header claims
+                data = (np.asarray(raw()) if raw else np.ascontiguousarray(out.array())).tobytes()
+                records, problems = decode_record_ex(data)
+            except FusebisectError as exc:
+                report.problems.append((dbg.path, f"output {out.index}: {getattr(exc, 'reason', exc)}"))
+                continue
+            report.problems.extend((dbg.path, f"output {out.index}: {p}") for p in problems)
+            for rec in records:
+                if not rec.overflow:
+                    continue
+                any_overflow = True
+                cands = index.get(_group_key(dbg), {}).get((rec.task_id, rec.stream_id), [])
+                op = _match(rec, cands, dbg.timestamp)
+                ts = op.timestamp if op is not None else dbg.timestamp
+                found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
+        if not any_overflow:
+            zero_files += 1
+    if zero_files:
+        report.notes.append(f"{zero_files} Opdebug file(s) hold only zero status words (no overflow)")
+    found.sort(key=lambda item: item[0])
+    report.total = len(found)
+    for (ts, *_), rec, op, dbg in found[:limit]:
+        report.overflows.append(_explain(rec, op, dbg, ts, gindex, report))
+    return report
+
+
+def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report: OverflowReport) -> Overflow:
+    ov = Overflow(op_type=op.op_type if op is not None else "?", op_name=op.op_name if op is not None else "?",
+                  task_id=rec.task_id, stream_id=rec.stream_id, timestamp=ts, unit=rec.unit, status=rec.status,
+                  status_words=rec.status_words, meanings=rec.meanings, context_id=rec.context_id,
+                  thread_id=rec.thread_id, matched=op is not None, dump_file=op.path if op is not None else None,
+                  opdebug_file=dbg.path, iteration=_iteration_dict(dbg))
+    if op is not None:
+        try:
+            ov.inputs, ov.outputs, gtype, ov.pass_names, ov.original_ops = _op_details(op.path, op.op_name, gindex)
+            if gtype:
+                ov.op_type = gtype
+        except FusebisectError as exc:
+            report.problems.append((op.path, f"unreadable op dump: {getattr(exc, 'reason', exc)}"))
+    ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
+                            matched=ov.matched, task_id=rec.task_id, stream_id=rec.stream_id,
+                            pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name)
+    return ov
+
+
+def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
+    report = OverflowReport(dump_dir=root, mode="scan", overflows=[], total=0, limit=limit)
+    report.problems.extend((Path(p), msg) for p, msg in tree.bad)
+    for e in tree.entries:
+        if _is_debug(e):
+            continue
+        report.scanned += 1
+        try:
+            inputs, outputs, gtype, passes, originals = _op_details(e.path, e.op_name, gindex)
+        except FusebisectError as exc:
+            report.problems.append((e.path, f"unreadable op dump: {getattr(exc, 'reason', exc)}"))
+            continue
+        bad = [s for s in inputs + outputs if s.abnormal]
+        if not bad:
+            continue
+        ov = Overflow(op_type=gtype or e.op_type, op_name=e.op_name, task_id=e.task_id, stream_id=e.stream_id,
+                      timestamp=e.timestamp, unit="scan", status=0, status_words=(),
+                      meanings=[f"{s.kind} {s.index}: {s.problem_text()}" for s in bad], inputs=inputs,
+                      outputs=outputs, pass_names=passes, original_ops=originals, dump_file=e.path,
+                      context_id=_name_id(e, "context_id"), thread_id=_name_id(e, "thread_id"),
+                      iteration=_iteration_dict(e))
+        ov.diagnosis = diagnose(inputs, outputs, op_type=ov.op_type, unit="scan", pass_names=passes,
+                                original_ops=originals, op_name=e.op_name)
+        report.overflows.append(ov)
+        if len(report.overflows) >= limit:
+            break
+    report.total = len(report.overflows)
+    if report.total >= limit and report.scanned < sum(1 for e in tree.entries if not _is_debug(e)):
+        report.notes.append(f"stopped after the first {limit} abnormal ops ({report.scanned} dumps read)")
+    return report

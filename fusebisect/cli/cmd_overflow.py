@@ -1,0 +1,116 @@
+"""``fusebisect overflow``: which op overflowed first, and what to do about it (thin CLI over compare.overflow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fusebisect.cli import common
+
+HELP = """Find the ops that overflowed (Opdebug records) and explain the first ones in execution order.
+
+Reads every [bold]Opdebug.Node_OpDebug.*[/bold] file under DUMP_DIR (binary, protobuf or nano dumps; old 2048-byte
+and new 0x5A5A5A5A record layouts), decodes the status words, finds the overflowing op's dump in the same iteration
+directory (task id, stream id, and FFTS+ context/thread ids) and shows its inputs and outputs (min, max, mean,
+NaN, +/-Inf, float16 values at 65504) with a one-line diagnosis.
+
+Without Opdebug files, [bold]--scan[/bold] walks the ordinary dumps in execution order and reports the first ops
+holding NaN/Inf or saturated float16 values.
+
+Exit codes: 0 no overflow, 1 overflow found, 2 error.
+
+Example: fusebisect overflow ./dump/20240101000000 --graph ./ge_graphs --limit 3
+"""
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _render(report) -> None:
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = common.out()
+    what = "abnormal ops (scan)" if report.mode == "scan" else "overflow records"
+    if not report.overflows:
+        console.print(f"No {what} found under {report.dump_dir}.")
+    for n, ov in enumerate(report.overflows, start=1):
+        body = Table.grid(padding=(0, 1))
+        body.add_column()
+        if report.mode == "scan":
+            body.add_row(Text(f"first abnormal tensors at timestamp {ov.timestamp}", style="bold"))
+        else:
+            body.add_row(Text(f"[{ov.unit}][Status:0x{ov.status:x} ({ov.status})][TaskId:{ov.task_id}]"
+                              f"[StreamId:{ov.stream_id}]"
+                              + (f"[ContextId:{ov.context_id}]" if ov.context_id is not None else "")
+                              + (f"[ThreadId:{ov.thread_id}]" if ov.thread_id is not None else ""), style="bold"))
+            body.add_row(f"timestamp {ov.timestamp}")
+        for meaning in ov.meanings:
+            body.add_row(f" - {meaning}")
+        it = ov.iteration or {}
+        where = "/".join(str(it[k]) for k in ("device", "model_name", "model_id", "iteration") if it.get(k))
+        if where:
+            body.add_row(f"iteration dir: {where}")
+        if ov.pass_names:
+            body.add_row(f"fusion rules: {', '.join(ov.pass_names)}")
+        if ov.original_ops:
+            body.add_row(f"original ops: {', '.join(ov.original_ops)}")
+        if ov.inputs or ov.outputs:
+            table = Table(show_edge=False, pad_edge=False)
+            for col in ("tensor", "shape", "dtype", "min", "max", "mean", "NaN", "+Inf", "-Inf", "65504"):
+                table.add_column(col, justify="right" if col not in ("tensor", "dtype") else "left")
+            for st in ov.inputs + ov.outputs:
+                style = "red" if st.abnormal else None
+                if st.error:
+                    table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, st.error, "", "", "", "",
+                                  "", "", style="yellow")
+                    continue
+                table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, _fmt(st.min), _fmt(st.max),
+                              _fmt(st.mean), str(st.nan), str(st.pos_inf), str(st.neg_inf), str(st.saturated),
+                              style=style)
+            body.add_row(table)
+        if ov.dump_file:
+            body.add_row(Text(f"dump: {ov.dump_file}", style="dim"))
+        body.add_row(Text(f"=> {ov.diagnosis}", style="bold cyan"))
+        title = f"[{n}] [{ov.op_type}] {ov.op_name}"
+        console.print(Panel(body, title=title, title_align="left", expand=False))
+    if report.total > len(report.overflows):
+        console.print(f"{report.total} {what} in all; showing the first {len(report.overflows)} "
+                      f"(--limit {report.limit}).")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the top-level ``overflow`` command to ``app``."""
+
+    @app.command("overflow", help=HELP)
+    def overflow(
+        dump_dir: Annotated[Path, typer.Argument(help="Dump directory (dump_path root, timestamp dir or leaf dir).",
+                                                 show_default=False)],
+        graph: Annotated[Optional[Path], typer.Option("--graph", "-g",
+                                                      help="GE graph (ge_proto txt/json/pb, or a dir of Build graphs)"
+                                                           ": adds op types, fusion rules and original ops.")] = None,
+        limit: Annotated[int, typer.Option("--limit", "-l", help="How many overflowing ops to explain.")] = 5,
+        json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result on stdout.")] = False,
+        scan: Annotated[bool, typer.Option("--scan", help="No Opdebug records: scan ordinary dumps for "
+                                                          "NaN/Inf/float16 65504.")] = False,
+    ) -> None:
+        from fusebisect.compare.overflow import analyse
+
+        report = analyse(dump_dir, graph=graph, limit=limit, scan=scan)
+        for path, message in report.problems:
+            common.log(f"warning: {path}: {message}")
+        for note in report.notes:
+            common.log(note)
+        if json_out:
+            common.print_json(report.to_json())
+        else:
+            _render(report)
+        raise typer.Exit(1 if report.total else 0)
