@@ -1,0 +1,257 @@
+"""Find the dump files under a CANN dump directory and put them in execution order.
+
+CANN writes ``{dump_path}/{time}/{device_id}/{model_name}/{model_id}/{iteration}/`` and names each file
+``{op_type}.{op_name}.{task_id}.{stream_id}.{timestamp}`` (FFTS+ runtimes append more numeric fields; some
+runtimes omit the stream id). Names too long for the file system are hashed, with ``mapping.csv`` rows
+``hashed_name,original_name`` in the same directory. Golden (CPU/GPU) data are numpy files
+``{op_name}.{output_index}.{timestamp}.npy``.
+
+Scanning only lists and parses names (input directories are never written to); a file whose name cannot be
+understood is recorded in :attr:`DumpTree.bad` and skipped, never aborting the scan.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fusebisect.errors import DumpFormatError
+
+_DUMP_NAME = re.compile(
+    r"^(?P<op_type>[^.\s/\\]+)\.(?P<op_name>[^.\s/\\]+)\.(?P<task>[0-9]+)(?:\.(?P<stream>[0-9]+))?"
+    r"\.(?P<ts>[0-9]{1,255})(?P<extra>(?:\.[0-9]+){0,8})$")
+_GOLDEN_NAME = re.compile(r"^(?P<op>.+)\.(?P<idx>[0-9]+)\.(?P<ts>[0-9]+)\.npy$")
+# files that live in dump directories but are not op dumps (results of converters, logs, graphs...)
+_NOT_DUMPS = {".csv", ".json", ".txt", ".log", ".cfg", ".md", ".npy", ".pt", ".bin", ".py", ".sh", ".pbtxt",
+              ".tmp"}
+MAPPING_FILE = "mapping.csv"
+
+
+@dataclass(frozen=True)
+class DumpName:
+    """The fields of a dump file name."""
+
+    op_type: str
+    op_name: str
+    task_id: int
+    stream_id: int | None
+    timestamp: int
+    extra: tuple[int, ...] = ()  # FFTS+ trailing numeric fields
+
+    @property
+    def context_id(self) -> int | None:
+        """First FFTS+ trailing field, or None for plain names."""
+        return self.extra[0] if self.extra else None
+
+    @property
+    def thread_id(self) -> int | None:
+        """FFTS+ thread id: the second-to-last name field when trailing fields exist (msaccucmp's rule)."""
+        return self.extra[-2] if len(self.extra) >= 2 else None
+
+
+def parse_dump_name(name: str) -> DumpName | None:
+    """Return the fields of dump file name ``name``, or None if it is not a dump name. Never raises."""
+    match = _DUMP_NAME.match(name)
+    if not match:
+        return None
+    extra = tuple(int(x) for x in match["extra"].split(".")[1:]) if match["extra"] else ()
+    stream = match["stream"]
+    return DumpName(match["op_type"], match["op_name"], int(match["task"]),
+                    int(stream) if stream is not None else None, int(match["ts"]), extra)
+
+
+@dataclass
+class DumpEntry:
+    """One op dump file found by a scan."""
+
+    path: Path  # the file on disk (hashed name if mapped)
+    name: DumpName  # parsed from the original name
+    device: str | None
+    model_name: str | None
+    model_id: str | None
+    iteration: str | None
+
+    @property
+    def op_type(self) -> str:
+        return self.name.op_type
+
+    @property
+    def op_name(self) -> str:
+        return self.name.op_name
+
+    @property
+    def task_id(self) -> int:
+        return self.name.task_id
+
+    @property
+    def stream_id(self) -> int | None:
+        return self.name.stream_id
+
+    @property
+    def timestamp(self) -> int:
+        return self.name.timestamp
+
+    @property
+    def group(self) -> tuple:
+        """(device, model_name, model_id, iteration)."""
+        return (self.device, self.model_name, self.model_id, self.iteration)
+
+
+@dataclass
+class DumpTree:
+    """All op dumps under a root, in execution order, plus what could not be understood."""
+
+    root: Path
+    entries: list[DumpEntry] = field(default_factory=list)  # ordered by timestamp (execution order)
+    bad: list[tuple[Path, str]] = field(default_factory=list)  # (file, reason), reported not fatal
+
+    def groups(self) -> dict[tuple, list[DumpEntry]]:
+        """Return entries grouped by (device, model_name, model_id, iteration), each in execution order."""
+        out: dict[tuple, list[DumpEntry]] = {}
+        for entry in self.entries:
+            out.setdefault(entry.group, []).append(entry)
+        return out
+
+
+def _layout(directory: Path) -> tuple[str | None, str | None, str | None, str | None]:
+    """(device, model_name, model_id, iteration) if ``directory`` is a CANN leaf dir, else all None."""
+    parts = directory.parts
+    if len(parts) >= 5:
+        stamp, device, model_name, model_id, iteration = parts[-5:]
+        if stamp.isdigit() and device.isdigit() and model_id.isdigit() and iteration.isdigit():
+            return device, model_name, model_id, iteration
+    return None, None, None, None
+
+
+def read_mapping(directory: Path, bad: list | None = None) -> dict[str, str]:
+    """Return ``{hashed_name: original_name}`` from ``directory/mapping.csv`` ({} if absent).
+
+    Malformed rows are appended to ``bad`` as (mapping path, reason) when given. Raises OSError if unreadable.
+    """
+    path = directory / MAPPING_FILE
+    if not path.is_file():
+        return {}
+    mapping: dict[str, str] = {}
+    with open(path, newline="", encoding="utf-8", errors="replace") as handle:
+        for lineno, row in enumerate(csv.reader(handle), 1):
+            if not row:
+                continue
+            if len(row) != 2:
+                if bad is not None:
+                    bad.append((path, f"line {lineno}: expected 'hashed_name,original_name', got {len(row)} fields"))
+                continue
+            mapping[row[0].strip()] = row[1].strip()
+    return mapping
+
+
+def _scan_dir(directory: Path, files: list[str], tree: DumpTree) -> None:
+    mapping = read_mapping(directory, tree.bad) if MAPPING_FILE in files else {}
+    layout = _layout(directory)
+    for fname in files:
+        if fname == MAPPING_FILE or fname.startswith("."):
+            continue
+        original = mapping.get(fname, fname)
+        parsed = parse_dump_name(original)
+        path = directory / fname
+        if parsed is None:
+            if fname in mapping or os.path.splitext(fname)[1].lower() not in _NOT_DUMPS:
+                tree.bad.append((path, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
+                                       "{stream_id}.{timestamp}"))
+            continue
+        tree.entries.append(DumpEntry(path, parsed, *layout))
+
+
+def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpTree:
+    """Return every op dump under ``path`` (dump_path root, timestamp dir, leaf dir, or one file).
+
+    Entries are ordered by timestamp (execution order; ties by path). Files with unparseable names are listed
+    in ``bad``; with ``validate`` each header is also read and unreadable files move to ``bad``. Raises
+    DumpFormatError if ``path`` does not exist.
+    """
+    root = Path(path)
+    tree = DumpTree(root=root)
+    if root.is_file():
+        mapping = read_mapping(root.parent, tree.bad)
+        original = mapping.get(root.name, root.name)
+        parsed = parse_dump_name(original)
+        if parsed is not None:
+            tree.entries.append(DumpEntry(root, parsed, *_layout(root.parent)))
+        else:
+            tree.bad.append((root, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
+                                   "{stream_id}.{timestamp}"))
+    elif root.is_dir():
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            _scan_dir(Path(dirpath), sorted(filenames), tree)
+    else:
+        raise DumpFormatError("no such file or directory", path=root)
+    if validate:
+        from fusebisect.compare.dumpfile import read_dump
+
+        kept = []
+        for entry in tree.entries:
+            try:
+                read_dump(entry.path)
+            except (DumpFormatError, OSError) as exc:
+                tree.bad.append((entry.path, getattr(exc, "reason", None) or str(exc)))
+            else:
+                kept.append(entry)
+        tree.entries = kept
+    tree.entries.sort(key=lambda e: (e.timestamp, str(e.path)))
+    return tree
+
+
+@dataclass
+class GoldenEntry:
+    """One golden numpy file ``{op_name}.{output_index}.{timestamp}.npy``."""
+
+    path: Path
+    op_name: str
+    output_index: int
+    timestamp: int
+
+
+def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEntry]:
+    """Return ``{(op_name, output_index): GoldenEntry}`` for golden .npy files under ``path`` (recursive).
+
+    When one output was dumped several times the newest timestamp wins. Raises DumpFormatError if ``path``
+    does not exist.
+    """
+    root = Path(path)
+    if root.is_file():
+        candidates = [root]
+    elif root.is_dir():
+        candidates = [Path(d) / f for d, _, files in os.walk(root) for f in sorted(files)]
+    else:
+        raise DumpFormatError("no such file or directory", path=root)
+    found: dict[tuple[str, int], GoldenEntry] = {}
+    for file in candidates:
+        match = _GOLDEN_NAME.match(file.name)
+        if not match:
+            continue
+        entry = GoldenEntry(file, match["op"], int(match["idx"]), int(match["ts"]))
+        key = (entry.op_name, entry.output_index)
+        if key not in found or entry.timestamp > found[key].timestamp:
+            found[key] = entry
+    return found
+
+
+def is_golden_dir(path: str | os.PathLike[str]) -> bool:
+    """Return True if ``path`` is a directory of golden ``{op}.{idx}.{ts}.npy`` files and holds no op dumps."""
+    root = Path(path)
+    if not root.is_dir():
+        return False
+    golden = False
+    for dirpath, _, files in os.walk(root):
+        mapping = read_mapping(Path(dirpath)) if MAPPING_FILE in files else {}
+        for fname in files:
+            if fname in mapping:
+                return False
+            if _GOLDEN_NAME.match(fname):
+                golden = True
+            elif parse_dump_name(fname) is not None:
+                return False
+    return golden
