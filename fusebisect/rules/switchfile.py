@@ -295,9 +295,13 @@ class Problem:
     section: str | None = None
 
 
-def _interpret_json(root: Node, text: str, problems: list[Problem]) -> SwitchConfig:
-    """Fill a SwitchConfig from the tree; append every structural problem (error severity) to ``problems``."""
+def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict | None = None) -> SwitchConfig:
+    """Fill a SwitchConfig from the tree; append every structural problem (error severity) to ``problems``.
+
+    ``where`` (optional) receives ``(section, name) -> (line, column)`` of each accepted entry.
+    """
     cfg = SwitchConfig()
+    where = {} if where is None else where
 
     def add(code, msg, offset, rule=None, section=None, severity="error"):
         line, col = line_col(text, offset)
@@ -351,6 +355,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem]) -> SwitchCon
                             "\"off\"", val.offset, rule=name, section=sec)
                         continue
                     target[name] = val.value
+                    where[(sec, name)] = line_col(text, name_at)
         elif key == "Priority":
             if node.kind != "object":
                 add("type", "\"Priority\" must be an object", node.offset)
@@ -366,9 +371,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem]) -> SwitchCon
     return cfg
 
 
-def _interpret_legacy(text: str, problems: list[Problem]) -> SwitchConfig:
+def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = None) -> SwitchConfig:
     """Old format: one ``PassName:on|off`` per line, applying to both kinds; duplicates are errors."""
     cfg = SwitchConfig(legacy=True)
+    where = {} if where is None else where
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
@@ -396,6 +402,7 @@ def _interpret_legacy(text: str, problems: list[Problem]) -> SwitchConfig:
         seen[name] = lineno
         cfg.graph[name] = value
         cfg.ub[name] = value
+        where[(GRAPH, name)] = where[(UB, name)] = (lineno, col)
     return cfg
 
 
@@ -451,22 +458,50 @@ def parse_switch_file(path) -> SwitchConfig:
 # CANN precedence
 
 
-def _merged(kind: str, config: SwitchConfig | None, catalog: Catalog, builtin: SwitchConfig | None) -> dict:
-    """The FE switch map for one kind: user entries first, then built-in ones (emplace: first writer wins)."""
-    merged: dict[str, str] = dict(config.section(kind)) if config is not None else {}
+def _merged(kind: str, config: SwitchConfig | None, catalog: Catalog,
+            builtin: SwitchConfig | None) -> tuple[dict[str, str], set[str]]:
+    """The FE switch map for one kind and the keys that came from the user.
+
+    FE fills the map with ``emplace`` (first writer wins): user entries first, then the built-in ones.
+    """
+    user = dict(config.section(kind)) if config is not None else {}
+    merged = dict(user)
     base = builtin.section(kind) if builtin is not None else catalog.builtin_entries(kind)
     for name, value in base.items():
         merged.setdefault(name, value)
-    return merged
+    return merged, set(user)
 
 
-def _state_in(name: str, kind: str, config, catalog, builtin) -> bool:
-    merged = _merged(kind, config, catalog, builtin)
+def _state_in(name: str, kind: str, config, catalog, builtin) -> tuple[bool, str]:
+    merged, from_user = _merged(kind, config, catalog, builtin)
+    who = lambda key: "the file" if key in from_user else "the built-in config"  # noqa: E731
     if name in merged:
-        return merged[name] == "on"
+        return merged[name] == "on", f"{name}: {merged[name]} in {who(name)} ({kind})"
     if ALL in merged:
-        return merged[ALL] == "on"
-    return True
+        return merged[ALL] == "on", f"ALL: {merged[ALL]} in {who(ALL)} ({kind})"
+    return True, "not named anywhere: default on"
+
+
+def explain_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, kind: str | None = None,
+                  builtin: SwitchConfig | None = None) -> tuple[bool, str]:
+    """Like :func:`effective_state`, also returning a short reason ("forbidden-close: always on", ...)."""
+    entry = catalog.rules.get(rule)
+    if entry is not None and not entry.can_disable:
+        return True, "forbidden-close: CANN never switches it off"
+    want = normalize_kind(kind)
+    if want is None and entry is not None and entry.kind in KINDS:
+        want = entry.kind
+    if want is None and config is not None:
+        named = [k for k in KINDS if rule in config.section(k)]
+        if len(named) == 1:  # a name the catalog cannot place: trust the section the file put it in
+            want = named[0]
+    if want is not None:
+        return _state_in(rule, want, config, catalog, builtin)
+    states = [_state_in(rule, k, config, catalog, builtin) for k in KINDS]
+    if all(not on for on, _ in states):
+        return False, "off in both sections (kind unknown)"
+    on = [why for on, why in states if on]
+    return True, f"kind unknown and on in at least one section: {on[0]}"
 
 
 def effective_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, kind: str | None = None,
@@ -481,19 +516,51 @@ def effective_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *,
     4. otherwise the pass runs.
 
     ``builtin`` replaces the catalog's built-in fusion_config.json entries (tests, other CANN versions). ``kind``
-    ('graph'/'ub'/'GraphFusion'/'UBFusion') is required information for names the catalog lacks or whose kind is
-    unknown; without it such a pass counts as off only if both sections turn it off. Raises FusebisectError for a
-    bad ``kind``.
+    ('graph'/'ub'/'GraphFusion'/'UBFusion') places names the catalog lacks or whose kind is unknown; without it
+    the one section of ``config`` naming the pass is used, else the pass counts as off only if both sections turn
+    it off. Raises FusebisectError for a bad ``kind``.
     """
-    entry = catalog.rules.get(rule)
-    if entry is not None and not entry.can_disable:
-        return True
-    want = normalize_kind(kind)
-    if want is None and entry is not None and entry.kind in KINDS:
-        want = entry.kind
-    if want is not None:
-        return _state_in(rule, want, config, catalog, builtin)
-    return any(_state_in(rule, k, config, catalog, builtin) for k in KINDS)
+    return explain_state(rule, config, catalog, kind=kind, builtin=builtin)[0]
+
+
+def diff_configs(a: SwitchConfig | None, b: SwitchConfig | None, catalog: Catalog) -> list[dict]:
+    """Rules whose effective state differs between ``a`` and ``b``.
+
+    Considers every rule either file names, the built-in entries, and, when a section holds ``ALL``, every catalog
+    rule of that kind. Returns ``[{"rule", "kind", "a": "on"|"off", "b": ..., "why_a", "why_b"}]`` sorted by name.
+    """
+    names: set[str] = set()
+    for cfg in (a, b):
+        if cfg is None:
+            continue
+        names.update(cfg.mentioned())
+        for k in KINDS:
+            if ALL in cfg.section(k):
+                names.update(r.name for r in catalog.rules.values() if r.kind in (k, "unknown"))
+    for k in KINDS:
+        names.update(catalog.builtin_entries(k))
+    out = []
+    for name in sorted(names):
+        kinds = _kinds_for(name, a, b, catalog)
+        for kind in kinds:
+            sa, wa = explain_state(name, a, catalog, kind=kind)
+            sb, wb = explain_state(name, b, catalog, kind=kind)
+            if sa != sb:
+                entry = catalog.rules.get(name)
+                out.append({"rule": name, "kind": kind or (entry.kind if entry else "unknown"),
+                            "a": "on" if sa else "off", "b": "on" if sb else "off", "why_a": wa, "why_b": wb})
+    return out
+
+
+def _kinds_for(name: str, a, b, catalog: Catalog) -> list[str | None]:
+    """Kinds to evaluate ``name`` under: its catalog kind, else each section that names it in a or b."""
+    entry = catalog.rules.get(name)
+    if entry is not None and entry.kind in KINDS:
+        return [None]
+    named = [k for k in KINDS if any(c is not None and name in c.section(k) for c in (a, b))]
+    if entry is None and named:
+        return named
+    return [None]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -608,3 +675,180 @@ def write_hashed_switch_file(directory, config: SwitchConfig) -> Path:
 def resolve_switch_path(path) -> str:
     """Absolute path string of a switch file, as front ends should be given it."""
     return os.path.abspath(os.fspath(path))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Lint (`fusebisect cfg check`)
+
+
+@dataclass
+class CheckReport:
+    """The findings of :func:`check_switch_text`."""
+
+    path: str | None
+    format: str  # 'json' | 'legacy'
+    problems: list[Problem]
+    config: SwitchConfig | None  # what CANN would apply (invalid entries dropped); None if unparseable
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error or warning (info notes do not count)."""
+        return not any(p.severity in ("error", "warning") for p in self.problems)
+
+    def to_json(self) -> dict:
+        """``{"file", "format", "ok", "problems": [{severity, code, message, line, column, rule, section}]}``."""
+        return {"file": self.path, "format": self.format, "ok": self.ok,
+                "problems": [p.__dict__.copy() for p in self.problems]}
+
+
+def switch_schema() -> dict:
+    """The JSON Schema of the switch file (package data ``fusebisect/data/fusion_switch.schema.json``)."""
+    from importlib import resources
+
+    text = resources.files("fusebisect").joinpath("data", "fusion_switch.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _node_at(root: Node, path) -> Node:
+    node = root
+    for part in path:
+        if node.kind == "object" and node.pairs is not None:
+            match = [v for k, _, v in node.pairs if k == part]
+            if not match:
+                break
+            node = match[-1]
+        elif node.kind == "array" and node.items is not None and isinstance(part, int) and part < len(node.items):
+            node = node.items[part]
+        else:
+            break
+    return node
+
+
+def _schema_problems(root: Node, text: str) -> list[Problem]:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(switch_schema())
+    out = []
+    for error in sorted(validator.iter_errors(root.value), key=lambda e: list(map(str, e.absolute_path))):
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        line, col = line_col(text, _node_at(root, error.absolute_path).offset)
+        out.append(Problem("error", "schema", f"{where}: {error.message}", line, col))
+    return out
+
+
+def check_switch_text(text: str, catalog: Catalog, path=None) -> CheckReport:
+    """Lint a switch file's text against CANN's rules and the catalog; return every finding.
+
+    Errors: invalid JSON (with position), syntax CANN rejects (comments, trailing commas), invalid keys or values,
+    invalid names, duplicates. Warnings: unknown names (with did-you-mean), case mismatches, documentation
+    spellings, a rule in the wrong section, rules that can never be disabled, an ``ALL: off`` that leaves
+    built-in explicit ``on`` entries on. Infos: a BOM, the old format, what ``ALL`` never closes. Never raises for
+    content problems.
+    """
+    problems: list[Problem] = []
+    where: dict[tuple[str, str], tuple[int, int]] = {}
+    text, bom = _strip_bom(text)
+    if bom:
+        problems.append(Problem("info", "bom", "UTF-8 byte-order mark at the start (CANN's JSON reader skips it)",
+                                1, 1))
+    if looks_like_json(text):
+        fmt = "json"
+        reader = _Reader(text)
+        try:
+            root = reader.document()
+        except _JSONSyntaxError as exc:
+            line, col = line_col(text, exc.offset)
+            problems.append(Problem("error", "json", f"invalid JSON: {exc.message}", line, col))
+            return CheckReport(None if path is None else str(path), fmt, problems, None)
+        for item in reader.lenient:
+            line, col = line_col(text, item.offset)
+            problems.append(Problem("error", item.what.replace(" ", "-"),
+                                    f"{item.what}: CANN's JSON parser rejects it (fusebisect reads it; "
+                                    f"`fusebisect cfg off ... --out F` writes clean files)", line, col))
+        structural: list[Problem] = []
+        cfg = _interpret_json(root, text, structural, where)
+        problems.extend(structural)
+        if not any(p.severity == "error" for p in structural):
+            problems.extend(_schema_problems(root, text))  # the interpreter and the schema should agree
+    else:
+        fmt = "legacy"
+        cfg = _interpret_legacy(text, problems, where)
+        problems.append(Problem("info", "legacy-format", "old line format: every entry applies to both GraphFusion "
+                                "and UBFusion", 1, 1))
+    problems.extend(_catalog_problems(cfg, catalog, where))
+    problems.sort(key=lambda p: (p.line or 0, p.column or 0))
+    return CheckReport(None if path is None else str(path), fmt, problems, cfg)
+
+
+def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[Problem]:
+    out: list[Problem] = []
+    sections = [GRAPH] if cfg.legacy else list(KINDS)
+    for sec in sections:
+        for name, value in cfg.section(sec).items():
+            line, col = where.get((sec, name), (None, None))
+            label = name if cfg.legacy else f"Switch.{sec}.{name}"
+
+            def add(severity, code, message):
+                out.append(Problem(severity, code, message, line, col, name, None if cfg.legacy else sec))
+
+            if name == ALL:
+                continue
+            entry = catalog.rules.get(name)
+            if entry is None:
+                real = catalog.get(name)
+                if real is not None:
+                    add("warning", "spelling", f"{label}: {name!r} is a spelling of {real.name!r}; CANN matches "
+                        f"exact names, so this entry does nothing (use {real.name!r})")
+                elif catalog.case_matches(name):
+                    add("warning", "case-mismatch", f"{label}: no rule {name!r}; names are case-sensitive: did you "
+                        f"mean {' or '.join(repr(n) for n in catalog.case_matches(name))}?")
+                else:
+                    hints = catalog.suggest(name)
+                    add("warning", "unknown-rule", f"{label}: {name!r} is not in the catalog"
+                        + (f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else
+                           " (fine for a custom or newer pass; check the spelling)"))
+                continue
+            if entry.spelling_of:
+                add("warning", "spelling", f"{label}: {name!r} is a listing spelling of {entry.spelling_of!r}; no "
+                    f"pass has this exact name, so this entry does nothing (use {entry.spelling_of!r})")
+            if not cfg.legacy and entry.kind in KINDS and entry.kind != sec:
+                add("warning", "wrong-section", f"{label}: {name} is a {entry.kind} rule; in {sec} it does nothing "
+                    f"(move it to Switch.{entry.kind})")
+            if value == "off" and not entry.can_disable:
+                add("warning", "cannot-disable", f"{label}: {name} is forbidden-close: CANN always runs it, so "
+                    "\"off\" does nothing")
+            siblings = catalog.case_matches(name)
+            if siblings and not entry.spelling_of:
+                add("info", "case-sibling", f"{label}: {name} and {', '.join(siblings)} differ only in case and "
+                    "are different passes")
+    for sec in sections:
+        value = cfg.section(sec).get(ALL)
+        if value is None:
+            continue
+        line, col = where.get((sec, ALL), (None, None))
+        label = "ALL" if cfg.legacy else f"Switch.{sec}.ALL"
+        named = cfg.section(sec)
+        if value == "off":
+            builtin_on = [n for n, v in catalog.builtin_entries(sec).items()
+                          if v == "on" and n not in named and catalog.rules[n].can_disable]
+            if builtin_on:
+                out.append(Problem("warning", "all-incomplete", f"{label} = off leaves on the passes CANN's built-in "
+                                   f"config names \"on\" ({', '.join(builtin_on)}); add \"<name>\": \"off\" for each "
+                                   "to close them", line, col, ALL, sec))
+            forbidden = [r.name for r in catalog.rules.values() if r.kind == sec and not r.can_disable]
+            if forbidden:
+                out.append(Problem("info", "all-forbidden", f"{label} = off never closes the {len(forbidden)} "
+                                   f"forbidden-close {sec} passes (e.g. {', '.join(forbidden[:3])}); "
+                                   "`fusebisect rules list --json` shows can_disable", line, col, ALL, sec))
+        else:
+            builtin_off = [n for n, v in catalog.builtin_entries(sec).items() if v == "off" and n not in named]
+            if builtin_off:
+                out.append(Problem("info", "all-on-builtin-off", f"{label} = on keeps the {len(builtin_off)} built-in "
+                                   f"\"off\" passes off (e.g. {', '.join(builtin_off[:3])}); name one \"on\" to "
+                                   "enable it", line, col, ALL, sec))
+    return out
+
+
+def check_switch_file(path, catalog: Catalog) -> CheckReport:
+    """Lint the file at ``path``. Raises SwitchFileError if it is missing, a directory, unreadable or not UTF-8."""
+    return check_switch_text(decode_switch_bytes(read_switch_bytes(path), path), catalog, path)

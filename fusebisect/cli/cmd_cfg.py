@@ -1,0 +1,204 @@
+"""``fusebisect cfg``: write, lint, explain and compare fusion_switch.cfg files (thin CLI over rules.switchfile)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from fusebisect.cli import common
+from fusebisect.errors import UsageError
+
+KIND_HELP = "Section for names the catalog lacks (or whose kind is unknown): graph or ub."
+JSON_HELP = "Machine-readable result on stdout."
+FORCE_HELP = "Replace an existing --out file (the old one is kept as F.bak)."
+
+
+def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: list[str]) -> None:
+    from fusebisect.rules.switchfile import config_document, render_switch, write_switch_file
+
+    for w in warnings:
+        common.log(f"warning: {w}")
+    written = None
+    if out is not None:
+        written = write_switch_file(out, config, force=force)
+        common.log(f"wrote {written}")
+    if json_out:
+        common.print_json({"written": str(written) if written else None, "switch": config_document(config),
+                           "warnings": warnings})
+    elif written is None:
+        sys.stdout.write(render_switch(config))
+        sys.stdout.flush()
+
+
+def _state(on: bool) -> str:
+    return "on" if on else "off"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``cfg`` group (off, all-off, check, effective, diff) to ``app``."""
+    cfg = common.group(app, "cfg", "Write, lint and explain fusion_switch.cfg files.")
+
+    @cfg.command("off", help="""Write a switch file that turns RULE... off, each in its catalog section.
+
+Rules of unknown kind go into both sections; names the catalog lacks need --kind. Forbidden-close rules are
+written but CANN ignores them (a warning says so). Without --out the file is printed to stdout.
+
+Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusion_switch.cfg
+""")
+    def off(
+        rules: Annotated[List[str], typer.Argument(help="Rule names (case-sensitive).", show_default=False)],
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the file here.")] = None,
+        kind: Annotated[Optional[str], typer.Option("--kind", help=KIND_HELP)] = None,
+        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+        json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    ) -> None:
+        from fusebisect.rules.catalog import default_catalog
+        from fusebisect.rules.switchfile import off_config, validate_rule_name
+
+        if kind is not None and kind.lower() not in ("graph", "ub", "graphfusion", "ubfusion"):
+            raise UsageError(f"--kind {kind!r}: expected graph or ub")
+        for name in rules:
+            validate_rule_name(name)
+        catalog = default_catalog()
+        config = off_config(rules, catalog, kind=kind)
+        warnings = []
+        for name in rules:
+            entry = catalog.rules.get(name)
+            if entry is not None and not entry.can_disable:
+                warnings.append(f"{name} is forbidden-close: CANN always runs it, the entry does nothing")
+            elif entry is not None and entry.spelling_of:
+                warnings.append(f"{name} is a listing spelling of {entry.spelling_of}: the entry does nothing")
+            elif entry is not None and entry.kind == "unknown" and kind is None:
+                warnings.append(f"{name}: kind unknown, written to both sections")
+        _emit(config, out, force, json_out, warnings)
+
+    @cfg.command("all-off", help="""Write a switch file that turns off every rule a switch file can turn off.
+
+ALL: off in both sections, plus an explicit off for each pass CANN's built-in config names "on" (a user ALL does
+not override those). Forbidden-close passes still run. Without --out the file is printed to stdout.
+
+Example: fusebisect cfg all-off --out fusion_off.cfg
+""")
+    def all_off(
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the file here.")] = None,
+        force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
+        json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    ) -> None:
+        from fusebisect.rules.catalog import default_catalog
+        from fusebisect.rules.switchfile import all_off_config
+
+        _emit(all_off_config(default_catalog()), out, force, json_out, [])
+
+    @cfg.command("check", help="""Lint a fusion_switch.cfg (JSON or the old Pass:on|off line format).
+
+Reports invalid JSON (with line and column), syntax CANN rejects (comments, trailing commas), invalid keys and
+values, unknown rule names with did-you-mean, case mismatches, rules in the wrong section, duplicates, rules that
+can never be disabled, and an ALL: off that leaves passes on.
+
+Exit codes: 0 clean (notes only), 1 problems found, 2 unreadable file.
+
+Example: fusebisect cfg check fusion_switch.cfg
+""")
+    def check(
+        file: Annotated[Path, typer.Argument(help="The switch file.", show_default=False)],
+        json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    ) -> None:
+        from fusebisect.rules.catalog import default_catalog
+        from fusebisect.rules.switchfile import check_switch_file
+
+        report = check_switch_file(file, default_catalog())
+        if json_out:
+            common.print_json(report.to_json())
+        else:
+            console = common.out()
+            style = {"error": "red", "warning": "yellow", "info": "dim"}
+            for p in report.problems:
+                where = f"{file}:{p.line}:{p.column}" if p.line else str(file)
+                console.print(f"{where}: [{style[p.severity]}]{p.severity}[/]: {p.message}", markup=True,
+                              highlight=False)
+            counts = {s: sum(p.severity == s for p in report.problems) for s in ("error", "warning", "info")}
+            verdict = "OK" if report.ok else "problems found"
+            console.print(f"{file}: {verdict} ({counts['error']} errors, {counts['warning']} warnings, "
+                          f"{counts['info']} notes)")
+        raise typer.Exit(0 if report.ok else 1)
+
+    @cfg.command("effective", help="""Show whether each rule the file names actually runs, and why.
+
+Follows CANN's precedence: forbidden-close passes always run; an exact name beats ALL; the file's entries beat the
+built-in config, whose explicit entries still beat the file's ALL.
+
+Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPass
+""")
+    def effective(
+        file: Annotated[Path, typer.Argument(help="The switch file.", show_default=False)],
+        rule: Annotated[Optional[List[str]], typer.Option("--rule", "-r", help="Only this rule (repeatable).")] = None,
+        json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    ) -> None:
+        from fusebisect.rules.catalog import default_catalog
+        from fusebisect.rules.switchfile import ALL, explain_state, parse_switch_file, validate_rule_name
+
+        catalog = default_catalog()
+        config = parse_switch_file(file)
+        names = list(rule) if rule else config.mentioned()
+        for name in names:
+            validate_rule_name(name)
+        rows = []
+        for name in names:
+            on, why = explain_state(name, config, catalog)
+            entry = catalog.rules.get(name)
+            in_file = {k: v for k, v in (("GraphFusion", config.graph.get(name)), ("UBFusion", config.ub.get(name)))
+                       if v is not None}
+            rows.append({"rule": name, "kind": entry.kind if entry else "not in catalog",
+                         "in_file": in_file, "effective": _state(on), "reason": why})
+        all_entries = {k: sec[ALL] for k, sec in (("GraphFusion", config.graph), ("UBFusion", config.ub))
+                       if ALL in sec}
+        if json_out:
+            common.print_json({"file": str(file), "all": all_entries, "rules": rows})
+            return
+        from rich.table import Table
+
+        table = Table(title=f"{file}" + (f"  (ALL: {all_entries})" if all_entries else ""), show_edge=False)
+        for col in ("rule", "kind", "in file", "effective", "reason"):
+            table.add_column(col)
+        for r in rows:
+            in_file = ", ".join(f"{k}={v}" for k, v in r["in_file"].items()) or "-"
+            table.add_row(r["rule"], r["kind"], in_file, r["effective"], r["reason"],
+                          style=None if r["effective"] == "off" else "dim")
+        if not rows:
+            common.log("the file names no rules")
+        common.out().print(table)
+
+    @cfg.command("diff", help="""Which rules change state between switch files A and B.
+
+Compares the effective state (CANN precedence) of every rule either file names, the built-in entries, and every
+catalog rule of a section where either file uses ALL. Exit codes: 0 same effect, 1 differences, 2 error.
+
+Example: fusebisect cfg diff good.cfg bad.cfg
+""")
+    def diff(
+        a: Annotated[Path, typer.Argument(help="First switch file.", show_default=False)],
+        b: Annotated[Path, typer.Argument(help="Second switch file.", show_default=False)],
+        json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    ) -> None:
+        from fusebisect.rules.catalog import default_catalog
+        from fusebisect.rules.switchfile import diff_configs, parse_switch_file
+
+        changes = diff_configs(parse_switch_file(a), parse_switch_file(b), default_catalog())
+        if json_out:
+            common.print_json({"a": str(a), "b": str(b), "changes": changes})
+        elif not changes:
+            common.out().print(f"{a} and {b} switch the same rules.")
+        else:
+            from rich.table import Table
+
+            table = Table(show_edge=False)
+            for col in ("rule", "kind", str(a), str(b)):
+                table.add_column(col)
+            for c in changes:
+                table.add_row(c["rule"], c["kind"], c["a"], c["b"])
+            common.out().print(table)
+            common.out().print(f"{len(changes)} rules change state.")
+        raise typer.Exit(1 if changes else 0)
