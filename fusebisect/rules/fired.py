@@ -1,0 +1,251 @@
+"""Which fusion rules fired in a compile: read ``fusion_result.json`` (GE's compile statistics) and the
+``pass_name``/``pass_name_ub`` attrs of Build-stage graph dumps.
+
+``fusion_result.json`` holds one JSON object or several concatenated (whitespace between them), each either
+``{"session_and_graph_id_<s>_<g>": {"graph_fusion": {...}, "ub_fusion": {...}}, ...}`` or the older
+``{"graphId": "1", "graph_fusion": {...}, "ub_fusion": {...}}``. Per rule it gives ``match_times``,
+``effect_times`` and (UB fusion) ``repository_hit_times``, as strings or integers. A rule "fired" when
+``effect_times > 0``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fusebisect.errors import GraphFormatError
+
+KINDS = {"graph_fusion": "GraphFusion", "ub_fusion": "UBFusion"}
+_COUNTS = ("match_times", "effect_times", "repository_hit_times")
+
+
+@dataclass
+class RuleStat:
+    """Counts for one fusion rule, summed over graphs and sessions."""
+
+    name: str
+    kind: str                   # 'GraphFusion' | 'UBFusion'
+    match_times: int = 0
+    effect_times: int = 0
+    repository_hit_times: int = 0
+    graphs: list[str] = field(default_factory=list)   # graphs in which the rule took effect (effect_times > 0)
+
+
+def _position(text: str, index: int) -> str:
+    line = text.count("\n", 0, index) + 1
+    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+def _objects(text: str, path) -> list[tuple[dict, int]]:
+    """Return the top-level JSON objects of ``text`` with their start offsets (concatenation allowed)."""
+    decoder = json.JSONDecoder()
+    out = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in " \t\r\n\f\v\ufeff":
+            i += 1
+        if i >= n:
+            break
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as exc:
+            raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, exc.pos)}: {exc.msg}",
+                                   path=path) from None
+        if not isinstance(obj, dict):
+            raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, i)}: "
+                                   f"expected an object, got {type(obj).__name__}", path=path)
+        out.append((obj, i))
+        i = end
+    return out
+
+
+def _count(value, where: str, path, text: str, start: int) -> int:
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        if value < 0:
+            raise GraphFormatError(f"{where} is negative ({value}) (object at {_position(text, start)})", path=path)
+        return value
+    if isinstance(value, str):
+        try:
+            n = int(value.strip())
+        except ValueError:
+            pass
+        else:
+            if n >= 0:
+                return n
+    raise GraphFormatError(f"{where} is not a count: {value!r} (object at {_position(text, start)})", path=path)
+
+
+def _graph_sections(obj: dict, ordinal: int) -> list[tuple[str, dict]]:
+    """Return (graph label, section) pairs of one top-level object; a section holds graph_fusion/ub_fusion."""
+    if any(k in obj for k in KINDS) or "graphId" in obj:
+        gid = obj.get("graphId")
+        sid = obj.get("sessionId")
+        label = f"graph_{gid}" if gid is not None else f"graph#{ordinal}"
+        if sid is not None:
+            label = f"session_{sid}_{label}"
+        return [(label, obj)]
+    sections = []
+    for key, value in obj.items():
+        if isinstance(value, dict) and (key.startswith("session_and_graph_id") or any(k in value for k in KINDS)):
+            sections.append((key, value))
+    return sections
+
+
+def read_fusion_result_per_graph(path) -> dict[str, list[RuleStat]]:
+    """Return the rule counts of a ``fusion_result.json`` per graph label (``session_and_graph_id_0_1``,
+    ``graph_4``, ...), in file order; a label seen twice has its counts summed.
+
+    Raises GraphFormatError (naming the file and the line/column) for an unreadable, empty or malformed file.
+    """
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise GraphFormatError(f"cannot read: {exc.strerror or exc}", path=p) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise GraphFormatError(f"not UTF-8 text (byte {exc.start})", path=p) from None
+    if not text.strip():
+        raise GraphFormatError("empty file", path=p)
+    per_graph: dict[str, dict[tuple[str, str], RuleStat]] = {}
+    for ordinal, (obj, start) in enumerate(_objects(text, p)):
+        for label, section in _graph_sections(obj, ordinal):
+            stats = per_graph.setdefault(label, {})
+            for section_key, kind in KINDS.items():
+                rules = section.get(section_key)
+                if rules is None:
+                    continue
+                if not isinstance(rules, dict):
+                    raise GraphFormatError(f"\"{label}\".\"{section_key}\" is not an object "
+                                           f"(object at {_position(text, start)})", path=p)
+                for name, counts in rules.items():
+                    if not isinstance(counts, dict):
+                        raise GraphFormatError(f"\"{label}\".\"{section_key}\".\"{name}\" is not an object "
+                                               f"(object at {_position(text, start)})", path=p)
+                    stat = stats.setdefault((name, kind), RuleStat(name, kind))
+                    for c in _COUNTS:
+                        if c in counts:
+                            n = _count(counts[c], f"\"{label}\".\"{section_key}\".\"{name}\".\"{c}\"", p, text,
+                                       start)
+                            setattr(stat, c, getattr(stat, c) + n)
+                    if stat.effect_times > 0 and label not in stat.graphs:
+                        stat.graphs.append(label)
+    return {label: list(stats.values()) for label, stats in per_graph.items()}
+
+
+def read_fusion_result(path) -> list[RuleStat]:
+    """Return one :class:`RuleStat` per (rule, kind) with counts summed over all graphs and sessions of a
+    ``fusion_result.json`` (one object, or several concatenated with whitespace between), in first-seen order;
+    ``graphs`` lists where the rule took effect.
+
+    Raises GraphFormatError (naming the file and the position) for an unreadable, empty or malformed file.
+    """
+    total: dict[tuple[str, str], RuleStat] = {}
+    for label, stats in read_fusion_result_per_graph(path).items():
+        for s in stats:
+            t = total.setdefault((s.name, s.kind), RuleStat(s.name, s.kind))
+            t.match_times += s.match_times
+            t.effect_times += s.effect_times
+            t.repository_hit_times += s.repository_hit_times
+            for g in s.graphs:
+                if g not in t.graphs:
+                    t.graphs.append(g)
+    return list(total.values())
+
+
+def _is_fusion_result(path: Path) -> bool:
+    if path.name.startswith("fusion_result") and path.suffix == ".json":
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return False
+    head = head.lstrip()
+    return head[:1] == b"{" and (b"graph_fusion" in head or b"ub_fusion" in head
+                                 or b"session_and_graph_id" in head or b"graphId" in head) and b'"op"' not in head
+
+
+def _add(acc: dict[str, RuleStat], stat: RuleStat) -> None:
+    have = acc.get(stat.name)
+    if have is None:
+        acc[stat.name] = RuleStat(stat.name, stat.kind, stat.match_times, stat.effect_times,
+                                  stat.repository_hit_times, list(stat.graphs))
+        return
+    have.match_times += stat.match_times
+    have.effect_times += stat.effect_times
+    have.repository_hit_times += stat.repository_hit_times
+    for g in stat.graphs:
+        if g not in have.graphs:
+            have.graphs.append(g)
+
+
+def _from_graph(graph) -> dict[str, RuleStat]:
+    found: dict[str, RuleStat] = {}
+    for op in graph.ops:
+        seen = [(p, "GraphFusion") for p in dict.fromkeys(op.pass_names)]
+        if op.ub_pass_name:
+            seen.append((op.ub_pass_name, "UBFusion"))
+        for name, kind in seen:
+            stat = found.setdefault(name, RuleStat(name, kind))
+            stat.match_times += 1
+            stat.effect_times += 1
+            if op.graph not in stat.graphs:
+                stat.graphs.append(op.graph)
+    return found
+
+
+def fired_rules(path) -> dict[str, RuleStat]:
+    """Return the rules that fired, by name: those with ``effect_times > 0`` in ``fusion_result.json`` files plus
+    the ``pass_name`` (GraphFusion) / ``pass_name_ub`` (UBFusion) values seen on ops of Build-stage graphs.
+
+    ``path`` is a fusion_result.json, a graph file, or a directory searched recursively for both. Counts come
+    from fusion_result.json; a rule seen only in graphs counts the ops carrying it. Every returned rule has
+    ``effect_times > 0``. Raises GraphFormatError for a malformed file, or for a path holding neither a
+    fusion_result.json nor a Build graph (so an empty trial directory is never read as "nothing fired").
+    """
+    from fusebisect.compare.graph import find_build_graphs, load_graph
+
+    p = Path(path)
+    results: list[Path] = []
+    graphs: list[Path] = []
+    if p.is_dir():
+        try:
+            results = sorted(f for f in p.rglob("fusion_result*.json") if f.is_file())
+        except OSError as exc:
+            raise GraphFormatError(f"cannot scan: {exc.strerror or exc}", path=p) from None
+        graphs = find_build_graphs(p)
+        if not results and not graphs:
+            raise GraphFormatError("no fusion_result.json and no Build-stage graph (ge_proto_*Build*.txt) found",
+                                   path=p)
+    elif p.exists():
+        (results if _is_fusion_result(p) else graphs).append(p)
+    else:
+        raise GraphFormatError("no such file or directory", path=p)
+
+    out: dict[str, RuleStat] = {}
+    for f in results:
+        for stat in read_fusion_result(f):
+            if stat.effect_times > 0:
+                _add(out, stat)
+    from_graphs: dict[str, RuleStat] = {}
+    if graphs:
+        graph = load_graph(p if p.is_dir() else graphs[0])
+        from_graphs = _from_graph(graph)
+    for name, gstat in from_graphs.items():
+        have = out.get(name)
+        if have is None:
+            out[name] = gstat
+        else:
+            for g in gstat.graphs:
+                if g not in have.graphs:
+                    have.graphs.append(g)
+    return dict(sorted(out.items()))
+
+
+__all__ = ["RuleStat", "read_fusion_result", "read_fusion_result_per_graph", "fired_rules", "KINDS"]
