@@ -9,20 +9,17 @@ import typer
 
 from fusebisect.cli import common
 
-HELP = """Find the ops that overflowed (Opdebug records) and explain the first ones in execution order.
-
-Reads every [bold]Opdebug.Node_OpDebug.*[/bold] file under DUMP_DIR (binary, protobuf or nano dumps; old 2048-byte
-and new 0x5A5A5A5A record layouts), decodes the status words, finds the overflowing op's dump in the same iteration
-directory (task id, stream id, and FFTS+ context/thread ids) and shows its inputs and outputs (min, max, mean,
-NaN, +/-Inf, float16 values at 65504) with a one-line diagnosis.
-
-Without Opdebug files, [bold]--scan[/bold] walks the ordinary dumps in execution order and reports the first ops
-holding NaN/Inf or saturated float16 values.
-
-Exit codes: 0 no overflow, 1 overflow found, 2 error.
-
-Example: fusebisect overflow ./dump/20240101000000 --graph ./ge_graphs --limit 3
-"""
+HELP = (
+    "Find the ops that overflowed (Opdebug records) and explain the first ones in execution order.\n\n"
+    "Reads every [bold]Opdebug.Node_OpDebug.*[/bold] file under DUMP_DIR (binary, protobuf or nano dumps; old "
+    "2048-byte and new 0x5A5A5A5A record layouts), decodes the status words, finds the overflowing op's dump in the "
+    "same iteration directory (task id, stream id, and FFTS+ context/thread ids) and shows its inputs and outputs "
+    "(min, max, mean, NaN, +/-Inf, float16 values at 65504) with a one-line diagnosis.\n\n"
+    "Without Opdebug files, [bold]--scan[/bold] walks the ordinary dumps in execution order and reports the first "
+    "ops holding NaN/Inf or saturated float16 values.\n\n"
+    "Exit codes: 0 no overflow, 1 overflow found, 2 error.\n\n"
+    "Example: fusebisect overflow ./dump/20240101000000 --graph ./ge_graphs --limit 3"
+)
 
 
 def _fmt(value) -> str:

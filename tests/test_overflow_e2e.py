@@ -1,0 +1,242 @@
+"""``fusebisect overflow`` end to end on dump directories written with write_dump (binary, protobuf, nano)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.compare.dumpfile import TensorSpec, write_dump
+from fusebisect.compare.overflow import analyse
+
+MAGIC = 0x5A5A5A5A
+DT_UINT8 = 4
+T0 = 1700000000000000
+
+
+def new_record(task_id: int, stream_id: int, status: int, *, acc_type: int = 0, context_id: int = 0xFFFFFFFF,
+               thread_id: int = 0xFFFFFFFF) -> bytes:
+    values = (1, stream_id, task_id, 0, context_id, thread_id, 0x1234, 0x5678, 0, 0, status)
+    return struct.pack("<IIIIII", MAGIC, 0, 1, acc_type, 0, 88) + struct.pack("<11Q", *values)
+
+
+def old_record(task_id: int, stream_id: int, status: int) -> bytes:
+    buf = bytearray(2048)
+    struct.pack_into("<6Q", buf, 256, 1, stream_id, task_id, 0, 0, 0)
+    struct.pack_into("<3Q", buf, 1024, 0x99, 0, status)
+    return bytes(buf)
+
+
+def write_opdebug(leaf: Path, record: bytes, ts: int, encoding: str, debug_task: int = 1) -> Path:
+    arr = np.frombuffer(record, dtype=np.uint8)
+    return write_dump(leaf / f"Opdebug.Node_OpDebug.{debug_task}.0.{ts}", op_name="Node_OpDebug", inputs=[],
+                      outputs=[TensorSpec(arr, dtype=DT_UINT8)], encoding=encoding, dump_time=ts)
+
+
+def write_op(leaf: Path, op_type: str, op_name: str, task: int, stream: int, ts: int, inputs, outputs,
+             encoding: str, extra: str = "") -> Path:
+    name = f"{op_type}.{op_name}.{task}.{stream}.{ts}{extra}"
+    return write_dump(leaf / name, op_name=op_name, inputs=[TensorSpec(np.asarray(a)) for a in inputs],
+                      outputs=[TensorSpec(np.asarray(a)) for a in outputs], encoding=encoding, dump_time=ts)
+
+
+def leaf_dir(root: Path, iteration: int) -> Path:
+    d = root / "20240101000000" / "0" / "ge_default" / "1" / str(iteration)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+CLEAN = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float16)
+SATURATED = np.array([[65504.0, 2.0], [np.inf, 4.0]], dtype=np.float16)
+WITH_NAN = np.array([[np.nan, 2.0], [3.0, 4.0]], dtype=np.float16)
+
+
+def build_two_iterations(root: Path, encoding: str, layout: str = "new") -> None:
+    """Iterations 0 and 1 both run Mul as task 3 stream 0 and Add as task 4; both overflow in Mul.
+
+    Iteration 0: clean inputs, saturated output. Iteration 1: NaN input (upstream problem). Iteration 2 did not dump
+    Mul at all: its overflow record must stay unmatched rather than borrow another iteration's Mul.
+    """
+    rec = new_record if layout == "new" else old_record
+    for it, (inp, out) in enumerate([(CLEAN, SATURATED), (WITH_NAN, WITH_NAN)]):
+        leaf = leaf_dir(root, it)
+        base = T0 + it * 1000
+        write_op(leaf, "Add", "add1", 4, 0, base + 1, [CLEAN, CLEAN], [CLEAN], encoding)
+        write_op(leaf, "Mul", "mul1", 3, 0, base + 2, [inp, CLEAN], [out], encoding)
+        write_opdebug(leaf, rec(3, 0, 0x20), base + 3, encoding)
+    leaf = leaf_dir(root, 2)
+    write_op(leaf, "Add", "add1", 4, 0, T0 + 2001, [CLEAN, CLEAN], [CLEAN], encoding)
+    write_opdebug(leaf, rec(3, 0, 0x20), T0 + 2003, encoding)
+
+
+@pytest.mark.parametrize("encoding", ["binary", "nano", "protobuf"])
+@pytest.mark.parametrize("layout", ["new", "old"])
+def test_per_iteration_matching_end_to_end(tmp_path, encoding, layout):
+    build_two_iterations(tmp_path, encoding, layout)
+    report = analyse(tmp_path)
+    assert report.problems == []
+    assert report.opdebug_files == 3 and report.total == 3
+    first, second, third = report.overflows
+    assert [o.timestamp for o in report.overflows] == [T0 + 2, T0 + 1002, T0 + 2003]
+    unit = "AIC" if layout == "new" else "AI Core"
+    for ov in report.overflows:
+        assert (ov.unit, ov.task_id, ov.stream_id, ov.status) == (unit, 3, 0, 0x20)
+        assert ov.meanings == ["0x20: floating-point computation overflow"]
+    # iteration 0: clean inputs, float16 output saturating
+    assert first.dump_file.parent.name == "0" and (first.op_type, first.op_name) == ("Mul", "mul1")
+    assert [s.abnormal for s in first.inputs] == [False, False]
+    out = first.outputs[0]
+    assert (out.shape, out.dtype, out.saturated, out.pos_inf, out.nan, out.max) == ((2, 2), "float16", 1, 1, 0,
+                                                                                     np.inf)
+    assert "keep Mul in float32" in first.diagnosis
+    # iteration 1: its own Mul, whose input holds NaN
+    assert second.dump_file.parent.name == "1" and second.inputs[0].nan == 1
+    assert second.diagnosis.startswith("Input already abnormal (input 0: 1 NaN)")
+    # iteration 2 has no Mul dump: not matched to another iteration's file
+    assert not third.matched and third.dump_file is None and "task_id 3, stream_id 0" in third.diagnosis
+
+
+def test_json_output_and_exit_codes(tmp_path, capsys):
+    build_two_iterations(tmp_path, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["overflows"]) == 3 and doc["total"] == 3
+    ov = doc["overflows"][0]
+    for key in ("op_type", "op_name", "task_id", "stream_id", "timestamp", "unit", "status", "meanings", "inputs",
+                "outputs", "pass_names", "diagnosis"):
+        assert key in ov
+    assert (ov["op_type"], ov["op_name"], ov["task_id"], ov["stream_id"], ov["unit"], ov["status"]) == (
+        "Mul", "mul1", 3, 0, "AIC", 32)
+    stats = ov["outputs"][0]
+    assert (stats["shape"], stats["dtype"], stats["min"], stats["max"], stats["pos_inf"], stats["saturated"]) == (
+        [2, 2], "float16", 2.0, None, 1, 1)
+    assert stats["max_is_inf"] is True and ov["pass_names"] == []
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_limit_prints_exactly_limit_entries(tmp_path, capsys, limit):
+    build_two_iterations(tmp_path, "nano")
+    assert main(["overflow", str(tmp_path), "--json", "--limit", str(limit)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["overflows"]) == limit and doc["total"] == 3
+    assert main(["overflow", str(tmp_path), "--limit", str(limit)]) == 1
+    text = capsys.readouterr().out
+    assert text.count("[Mul] mul1") + text.count("[?] ?") == limit
+    assert f"3 overflow records in all; showing the first {limit}" in text
+
+
+def test_rich_panel_text(tmp_path, capsys):
+    build_two_iterations(tmp_path, "binary")
+    assert main(["overflow", str(tmp_path)]) == 1
+    text = capsys.readouterr().out
+    assert "[1] [Mul] mul1" in text and "[AIC][Status:0x20 (32)][TaskId:3][StreamId:0]" in text
+    assert "floating-point computation overflow" in text and "keep Mul in float32" in text
+    assert "[3] [?] ?" in text and "3 overflow records" not in text  # all three shown with the default limit 5
+
+
+def test_no_opdebug_files_is_clean(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 4, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["overflows"] == [] and "--scan" in captured.err
+
+
+def test_all_zero_record_is_no_overflow(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 4, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    write_opdebug(leaf, bytes(2048), T0 + 2, "binary")
+    write_opdebug(leaf, new_record(4, 0, 0), T0 + 3, "nano", debug_task=2)
+    assert main(["overflow", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["overflows"] == []
+    assert "2 Opdebug file(s) hold only zero status words" in captured.err
+
+
+def test_garbage_opdebug_is_a_per_file_problem(tmp_path, capsys):
+    build_two_iterations(tmp_path, "binary")
+    leaf = leaf_dir(tmp_path, 0)
+    bad = write_opdebug(leaf, b"\x07" * 100, T0 + 5, "binary", debug_task=9)
+    (leaf / f"Opdebug.Node_OpDebug.8.0.{T0 + 6}").write_bytes(b"not a dump at all")
+    report = analyse(tmp_path)
+    assert report.total == 3
+    messages = {p.name: m for p, m in report.problems}
+    assert "100 bytes" in messages[bad.name] and "neither the new layout" in messages[bad.name]
+    assert f"Opdebug.Node_OpDebug.8.0.{T0 + 6}" in messages
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert f"warning: {bad}" in err.replace("\n", "")
+
+
+def test_missing_dir_and_bad_limit_are_errors(tmp_path, capsys):
+    assert main(["overflow", str(tmp_path / "nope")]) == 2
+    assert "fusebisect: error:" in capsys.readouterr().err
+    assert main(["overflow", str(tmp_path), "--limit", "0"]) == 2
+    assert "--limit" in capsys.readouterr().err
+
+
+def test_several_units_and_entries_in_one_file_are_ordered(tmp_path):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Cast", "cast1", 5, 1, T0 + 10, [CLEAN], [SATURATED], "binary")
+    write_op(leaf, "Mul", "mul1", 3, 1, T0 + 5, [CLEAN], [SATURATED], "binary")
+    entry = new_record(5, 1, 0x100)[8:] + new_record(3, 1, 0x20, acc_type=1)[8:]
+    write_opdebug(leaf, struct.pack("<II", MAGIC, 0) + entry, T0 + 20, "binary")
+    report = analyse(tmp_path)
+    assert [(o.op_name, o.unit, o.status) for o in report.overflows] == [("mul1", "AIV", 0x20),
+                                                                          ("cast1", "AIC", 0x100)]
+
+
+def test_ffts_context_and_thread_ids_pick_the_right_dump(tmp_path):
+    leaf = leaf_dir(tmp_path, 0)
+    # FFTS+ names (msaccucmp's positions): {type}.{name}.{task}.{stream}.{ts}.{task_type}.{context_id}.{thread_id}.{n}
+    write_op(leaf, "Add", "ctx1", 7, 0, T0 + 1, [CLEAN], [CLEAN], "binary", extra=".4.1.0.0")
+    write_op(leaf, "Add", "ctx2", 7, 0, T0 + 2, [CLEAN], [SATURATED], "binary", extra=".4.2.0.0")
+    write_op(leaf, "Add", "ctx3", 7, 0, T0 + 3, [CLEAN], [CLEAN], "binary", extra=".4.3.0.0")
+    write_op(leaf, "Add", "thr1", 8, 0, T0 + 4, [CLEAN], [SATURATED], "binary", extra=".4.2.1.0")
+    write_op(leaf, "Add", "thr0", 8, 0, T0 + 5, [CLEAN], [CLEAN], "binary", extra=".4.2.0.0")
+    write_opdebug(leaf, new_record(7, 0, 0x20, context_id=2, thread_id=0), T0 + 9, "binary")
+    write_opdebug(leaf, new_record(8, 0, 0x20, context_id=2, thread_id=1), T0 + 10, "binary", debug_task=2)
+    first, second = analyse(tmp_path).overflows
+    assert first.op_name == "ctx2" and (first.context_id, first.thread_id) == (2, 0)
+    assert second.op_name == "thr1" and (second.context_id, second.thread_id) == (2, 1)
+
+
+def test_flat_directory_matches_nearest_earlier_dump(tmp_path):
+    # no iteration structure: the same task id twice; each record takes the dump just before it
+    write_op(tmp_path, "Mul", "mul1", 3, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    write_opdebug(tmp_path, new_record(3, 0, 0x20), T0 + 2, "binary")
+    write_op(tmp_path, "Mul", "mul1", 3, 0, T0 + 3, [CLEAN], [SATURATED], "binary")
+    write_opdebug(tmp_path, new_record(3, 0, 0x20), T0 + 4, "binary", debug_task=2)
+    first, second = analyse(tmp_path).overflows
+    assert first.dump_file.name.endswith(str(T0 + 1)) and second.dump_file.name.endswith(str(T0 + 3))
+    assert not first.outputs[0].abnormal and second.outputs[0].saturated == 1
+
+
+def test_scan_mode_reports_first_abnormal_tensors_in_execution_order(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    write_op(leaf, "Mul", "mul1", 2, 0, T0 + 2, [CLEAN], [SATURATED], "nano")
+    write_op(leaf, "Relu", "relu1", 3, 0, T0 + 3, [SATURATED], [SATURATED], "binary")
+    write_op(leaf, "Exp", "exp1", 4, 0, T0 + 4, [np.array([1.0], np.float32)],
+             [np.array([np.inf], np.float32)], "binary")
+    report = analyse(tmp_path, scan=True, limit=2)
+    assert [o.op_name for o in report.overflows] == ["mul1", "relu1"]
+    assert report.overflows[0].meanings == ["output 0: 1 +Inf, 1 saturated (|x|>=65504)"]
+    assert "keep Mul in float32" in report.overflows[0].diagnosis
+    assert report.overflows[1].diagnosis.startswith("Input already abnormal")
+    assert main(["overflow", str(tmp_path), "--scan", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [o["op_name"] for o in doc["overflows"]] == ["mul1", "relu1", "exp1"]
+    assert doc["overflows"][2]["unit"] == "scan" and "computation of Exp overflowed" in doc["overflows"][2][
+        "diagnosis"]
+
+
+def test_scan_clean_dumps_exit_zero(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    assert main(["overflow", str(tmp_path), "--scan"]) == 0
+    assert "No abnormal ops (scan) found" in capsys.readouterr().out
