@@ -1,0 +1,526 @@
+"""Whole-network comparison: map ops (``mapping``), read one tensor pair at a time, compute ``metrics``.
+
+``compare_dumps`` gives the rows msaccucmp's ``compare`` writes, in its order, plus what a person needs next:
+the first divergent op in execution order and the fusion passes behind it. Memory stays bounded by the largest
+tensor pair: each worker loads one pair (memory-mapped), computes, and drops it before the next.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from fusebisect.compare import mapping as mp
+from fusebisect.compare.metrics import ALGORITHMS, Metrics, compare_arrays, nan_value, normalize_algorithms
+from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
+
+PRIVATE_FORMATS = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "C1HWNCoC0", "FRACTAL_Z_3D",
+                   "NC1HWC0_C04", "FRACTAL_Z_C04"}
+_FLOAT32_READ = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "hifloat8"}   # msaccucmp reads these as float32
+
+
+@dataclass
+class CompareRow:
+    """One compared tensor (one CSV row)."""
+
+    index: int
+    op_type: str
+    my_op: str
+    golden_ops: list[str]
+    tensor: str                     # "op:output:0"; "NaN" when the op has no dump
+    my_dtype: str | None
+    golden_dtype: str | None
+    shape: tuple | None
+    metrics: dict[str, object]
+    fail_reason: str
+    my_address: int | None
+    golden_address: int | None
+    pass_names: list[str] = field(default_factory=list)
+    ub_pass_name: str | None = None
+    original_ops: list[str] = field(default_factory=list)   # what the fused op replaced
+    timestamp: int = 0                                        # my dump time: execution order
+
+    @property
+    def cosine(self) -> float | None:
+        """CosineSimilarity as a float (None if absent)."""
+        value = self.metrics.get("CosineSimilarity")
+        return None if value is None or isinstance(value, str) else float(value)
+
+    @property
+    def max_abs_error(self) -> float | None:
+        """MaxAbsoluteError as a float (None if absent)."""
+        value = self.metrics.get("MaxAbsoluteError")
+        return None if value is None or isinstance(value, str) else float(value)
+
+
+@dataclass
+class CompareReport:
+    """All rows (msaccucmp order), the first divergence (execution order) and what could not be paired."""
+
+    rows: list[CompareRow]
+    first_divergence: dict | None
+    unmatched: list[dict]
+    algorithms: list[str] = field(default_factory=lambda: list(ALGORITHMS))
+    my_address_column: bool = True
+    golden_address_column: bool = True
+    mode: str = "npu_vs_npu"        # 'npu_vs_npu' | 'npu_vs_npy' | 'fused_vs_unfused' | 'npy_by_name'
+
+    def execution_order(self) -> list[CompareRow]:
+        """Rows sorted by my dump time (rows without a dump keep their place at the end)."""
+        return sorted(self.rows, key=lambda r: (r.timestamp == 0, r.timestamp, r.index))
+
+
+def _load_graph(graph):
+    if graph is None:
+        return None
+    if hasattr(graph, "ops"):
+        return graph
+    from fusebisect.compare.graph import load_graph
+    return load_graph(graph)
+
+
+def _dir_has_npy(path: Path) -> bool:
+    if path.is_file():
+        return path.name.endswith(".npy")
+    try:
+        return any(name.endswith(".npy") for name in os.listdir(path))
+    except OSError:
+        return False
+
+
+def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
+                  cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
+                  jobs: int = 1) -> CompareReport:
+    """Compares my dump against the golden data, msaccucmp style.
+
+    ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
+    Graphs (paths or loaded :class:`Graph`) choose the mapping (see :mod:`fusebisect.compare.mapping`).
+    A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. Returns a
+    :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
+    impossible combinations (my side is .npy).
+    """
+    from fusebisect.compare.tree import is_golden_dir, scan_dumps, scan_golden
+
+    algorithms = normalize_algorithms(algorithms)
+    my_path, golden_path = Path(my), Path(golden)
+    if not my_path.exists():
+        raise UsageError(f"{my_path}: no such dump location")
+    if not golden_path.exists():
+        raise UsageError(f"{golden_path}: no such golden location")
+    my_tree = scan_dumps(my_path)
+    my_index = mp.index_tree(my_tree)
+    if not my_index.files:
+        raise DumpFormatError(f"no op dump files found in {my_path}")
+    golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
+    if golden_npy:
+        golden_index = mp.index_golden(scan_golden(golden_path))
+    else:
+        golden_index = mp.index_tree(scan_dumps(golden_path))
+    my_g = _load_graph(my_graph)
+    golden_g = _load_graph(golden_graph)
+    ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs or 1)))
+    ctx.my_address = not _dir_has_npy(my_path)
+    ctx.golden_address = not golden_npy and not _dir_has_npy(golden_path)
+
+    if my_g is None:
+        if golden_npy:
+            mode = "npy_by_name"
+            tasks = _tasks_npy_by_name(ctx)
+        else:
+            mode = "npu_vs_npu"
+            tasks = _tasks_npu_vs_npu(ctx)
+    else:
+        rule = mp.build_rule(my_g)
+        ctx.originals = {o.name: list(o.original_op_names) if o.have_origin else [] for o in rule.op_list}
+        if golden_npy:
+            mode = "npu_vs_npy"
+        else:
+            mode = "fused_vs_unfused"
+            close = mp.build_rule(golden_g) if golden_g is not None else _identity_rule(rule)
+            rule = mp.merge_close(rule, close)
+        ctx.rule = rule
+        tasks = _tasks_graph(ctx)
+    if op is not None:
+        tasks = [t for t in tasks if op in t.op_names]
+        if not tasks:
+            raise UsageError(f"--op {op}: no such op in the comparison")
+    rows_by_task = _run(tasks, ctx)
+    rows = [row for task_rows in rows_by_task for row in task_rows]
+    rows.sort(key=lambda r: r.index)     # msaccucmp sorts its CSV by Index (stable)
+    report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode)
+    report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
+    return report
+
+
+def _identity_rule(rule: mp.FusionRule) -> mp.FusionRule:
+    """Close graph stand-in when only my graph is known: each original op is its own unfused op."""
+    from types import SimpleNamespace as NS
+    ops = []
+    seen = set()
+    for op in rule.op_list:
+        for name in op.original_op_names:
+            if name and name not in seen:
+                seen.add(name)
+                ops.append(NS(name=name, type="", id=None, inputs=[], original_op_names=[], outputs=[],
+                              l1_fusion_sub_graph_no=None, is_multiop=False, pass_names=[], ub_pass_name=None))
+    return mp.build_rule(NS(ops=ops))
+
+
+def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float | None = None) -> bool:
+    """True when the row's cosine is below ``cosine`` or its max abs error above ``max_abs_error``."""
+    cos = row.cosine
+    if cos is not None and not np.isnan(cos) and cos < cosine:
+        return True
+    mae = row.max_abs_error
+    if max_abs_error is not None and mae is not None and not np.isnan(mae) and mae > max_abs_error:
+        return True
+    return False
+
+
+def first_divergence(report: CompareReport, *, cosine: float = 0.99,
+                     max_abs_error: float | None = None) -> dict | None:
+    """The first divergent row in execution order as the --json dict, or None."""
+    for row in report.execution_order():
+        if is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
+            return {"op": row.my_op, "tensor": row.tensor, "cosine": row.cosine,
+                    "max_abs_error": row.max_abs_error, "pass_names": list(row.pass_names),
+                    "ub_pass_name": row.ub_pass_name,
+                    "ground_truth": list(row.original_ops or row.golden_ops)}
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ internals
+
+@dataclass
+class _Context:
+    algorithms: list[str]
+    my: mp.SideIndex
+    golden: mp.SideIndex
+    golden_npy: bool
+    jobs: int = 1
+    rule: mp.FusionRule | None = None
+    originals: dict = field(default_factory=dict)
+    unmatched: list = field(default_factory=list)
+    my_address: bool = True
+    golden_address: bool = True
+
+
+@dataclass
+class _Task:
+    op_names: list[str]
+    run: object          # callable(ctx) -> list[CompareRow]
+
+
+def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
+    if ctx.jobs <= 1 or len(tasks) <= 1:
+        return [t.run(ctx) for t in tasks]
+    with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
+        return list(pool.map(lambda t: t.run(ctx), tasks))
+
+
+def _nan_metrics(ctx: _Context) -> dict:
+    return {name: nan_value() for name in ctx.algorithms}
+
+
+def _addr(value: int | None) -> int | None:
+    return value if value else None
+
+
+def _read(entry):
+    from fusebisect.compare.dumpfile import read_dump
+    return read_dump(entry.path)
+
+
+def _shown_dtype(record, *, device_names: bool) -> str:
+    name = record.dtype_name
+    if not device_names and name in _FLOAT32_READ:
+        return "float32"
+    return name
+
+
+def _to_original(arr: np.ndarray, fmt: str, shape, target: str | None, sub_format: int = 0) -> np.ndarray:
+    from fusebisect.compare.formats import to_original
+    return to_original(arr, fmt, tuple(shape) if shape is not None else None, target=target, sub_format=sub_format)
+
+
+def _restore(record, arr: np.ndarray, target_shape, target_format: str | None) -> np.ndarray:
+    """Device layout -> golden layout/shape (padding removed); plain formats are returned unchanged."""
+    fmt = record.format_name
+    if fmt in PRIVATE_FORMATS and target_shape:
+        return _to_original(arr, fmt, target_shape, target_format, record.sub_format)
+    return arr
+
+
+# ---- NPU vs NPU without graphs
+
+def _tasks_npu_vs_npu(ctx: _Context) -> list[_Task]:
+    tasks = []
+    for index, name, my_entry, golden_entry in mp.npu_vs_npu_groups(ctx.my, ctx.golden):
+        tasks.append(_Task([name], lambda c, i=index, n=name, m=my_entry, g=golden_entry: _npu_op(c, i, n, m, g)))
+    return tasks
+
+
+def _one_sided_row(ctx, index, name, my_entry, golden_entry) -> CompareRow:
+    if my_entry is not None:
+        reason = f'[{name}] There is no the ground truth dump file for the op "{name}".'
+        ctx.unmatched.append({"op": name, "side": "golden", "reason": "no golden dump"})
+        my_op, golden_ops = name, ["*"]
+    else:
+        reason = f'[{name}] There is no the my output dump file for the op "{name}".'
+        ctx.unmatched.append({"op": name, "side": "my", "reason": "no dump in my data"})
+        my_op, golden_ops = "*", [name]
+    return CompareRow(index, "NaN", my_op, golden_ops, "NaN", None, None, None, _nan_metrics(ctx), reason,
+                      None, None, timestamp=my_entry.timestamp if my_entry is not None else 0)
+
+
+def _npu_op(ctx: _Context, index: int, name: str, my_entry, golden_entry) -> list[CompareRow]:
+    if my_entry is None or golden_entry is None:
+        return [_one_sided_row(ctx, index, name, my_entry, golden_entry)]
+    try:
+        my_dump = _read(my_entry)
+        golden_dump = _read(golden_entry)
+    except DumpFormatError as exc:
+        ctx.unmatched.append({"op": name, "side": "my", "reason": str(exc)})
+        return [CompareRow(index, my_entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
+                           str(exc), None, None, timestamp=my_entry.timestamp)]
+    rows: list[CompareRow] = []
+    messages: list[str] = []
+    for kind, mine, theirs in (("input", my_dump.inputs, golden_dump.inputs),
+                               ("output", my_dump.outputs, golden_dump.outputs)):
+        problem = _npu_check(name, kind, mine, theirs)
+        if problem:
+            messages.append(problem)
+            continue
+        for i, (a, b) in enumerate(zip(mine, theirs)):
+            tensor = f"{name}:{kind}:{i}"
+            metrics, reason = _compare_records(ctx, a, b, my_entry.path, golden_entry.path, npu=True,
+                                               target_shape_a=a.original_shape, target_shape_b=b.original_shape)
+            rows.append(CompareRow(index, my_entry.op_type, name, [name], tensor,
+                                   _shown_dtype(a, device_names=True), _shown_dtype(b, device_names=True),
+                                   tuple(a.shape), metrics, reason, _addr(a.address), _addr(b.address),
+                                   timestamp=my_entry.timestamp))
+    if not rows:
+        rows.append(CompareRow(index, my_entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
+                               ",".join(messages), None, None, timestamp=my_entry.timestamp))
+    return rows
+
+
+def _npu_check(name, kind, mine, theirs) -> str:
+    if len(mine) != len(theirs):
+        return f"[{name}] The number of {kind} does not match ({len(mine)} vs {len(theirs)})"
+    if not mine:
+        return f"[{name}] There is no {kind}. Skip the {name}:{kind}."
+    for i, (a, b) in enumerate(zip(mine, theirs)):
+        if tuple(a.shape) != tuple(b.shape):
+            sa = "(" + ",".join(map(str, a.shape)) + ")"
+            sb = "(" + ",".join(map(str, b.shape)) + ")"
+            return f"[{name}] The shape does not match ({sa} vs {sb}) for {name}:{kind}:{i}."
+    return ""
+
+
+def _npu_restore(record) -> np.ndarray:
+    """``ConvertSingleTensorFormat``: private formats to NCHW (4-D) / ND by the original shape."""
+    arr = record.array()
+    fmt = record.format_name
+    original = record.original_shape
+    if fmt in PRIVATE_FORMATS and original:
+        target = "NCHW" if len(original) == 4 else ("ND" if len(original) in (2, 3) else None)
+        try:
+            return _to_original(arr, fmt, original, target, record.sub_format)
+        except (FusebisectError, ValueError):
+            return arr
+    return arr
+
+
+def _compare_records(ctx, a, b, my_path, golden_path, *, npu: bool, target_shape_a=None, target_shape_b=None,
+                     golden_format: str | None = None, golden_shape=None) -> tuple[dict, str]:
+    try:
+        if npu:
+            x = _npu_restore(a)
+            y = _npu_restore(b)
+            if x.dtype == np.bool_:
+                x = x.astype(np.float32)
+            if y.dtype == np.bool_:
+                y = y.astype(np.float32)
+            if x.size != y.size:
+                return _nan_metrics(ctx), (f"[{Path(my_path).name}_TENSOR] Shape mismatch after restore: "
+                                           f"({x.size},) vs ({y.size},)")
+            result = compare_arrays(x, y, ctx.algorithms, shape=a.shape, my_name=str(my_path),
+                                    golden_name=str(golden_path))
+            return result.values, result.fail_reason
+    except DumpFormatError as exc:
+        return _nan_metrics(ctx), str(exc)
+    raise AssertionError("unreachable")
+
+
+# ---- golden .npy without a graph: outputs by op name
+
+def _tasks_npy_by_name(ctx: _Context) -> list[_Task]:
+    order = sorted(((entries[-1].timestamp, key) for key, entries in ctx.my.files.items()))
+    tasks = []
+    for index, (_, key) in enumerate(order):
+        entry = ctx.my.files[key][-1]
+        tasks.append(_Task([entry.op_name], lambda c, i=index, e=entry: _npy_by_name_op(c, i, e)))
+    return tasks
+
+
+def _npy_by_name_op(ctx: _Context, index: int, entry) -> list[CompareRow]:
+    name = entry.op_name
+    try:
+        dump = _read(entry)
+    except DumpFormatError as exc:
+        return [CompareRow(index, entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
+                           str(exc), None, None, timestamp=entry.timestamp)]
+    rows = []
+    for i, record in enumerate(dump.outputs):
+        tensor = f"{name}:output:{i}"
+        golden = ctx.golden.npy(name, i)
+        rows.append(_golden_row(ctx, index, entry, dump, record, tensor, golden, mp.Origin(name, i), entry.op_type,
+                                name, [name], [], None, []))
+    return rows
+
+
+# ---- with my graph (-f), optionally a close graph (-cf)
+
+def _tasks_graph(ctx: _Context) -> list[_Task]:
+    rule = ctx.rule
+    tasks = []
+    for key, ops in rule.groups.items():
+        tasks.append(_Task([o.name for o in ops], lambda c, k=key: _group(c, k)))
+    return tasks
+
+
+def _group(ctx: _Context, key) -> list[CompareRow]:
+    ops = ctx.rule.groups[key]
+    rel = mp.relation(ops)
+    multi = rel in ("OneToMulti", "MultiToMulti", "L1Fusion")
+    if multi:
+        my_text, golden_text = mp.left_right_strings(ops)
+    rows: list[CompareRow] = []
+    for op in ops:
+        if multi and op.is_inner_node():
+            continue
+        if multi:
+            texts = (my_text, golden_text.split(",") if golden_text else ["*"])
+        else:
+            gt = [n for n in op.original_op_names if n]
+            texts = (op.name, gt or ["*"])
+        op_rows = _graph_op(ctx, op, texts, missing_ok=multi)
+        rows.extend(op_rows)
+    if not rows and multi:
+        op = ops[0]
+        rows.append(_missing_my_row(ctx, op, (my_text, golden_text.split(","))))
+    return rows
+
+
+def _missing_my_row(ctx, op, texts) -> CompareRow:
+    reason = f'[{op.name}] There is no dump file for my output operator "{op.name}". The type is {op.type}.'
+    return CompareRow(op.op_id, op.type, texts[0], texts[1], "NaN", None, None, None, _nan_metrics(ctx), reason,
+                      None, None, list(op.pass_names), op.ub_pass_name, ctx.originals.get(op.name, []))
+
+
+def _graph_op(ctx: _Context, op: mp.RuleOp, texts, *, missing_ok: bool) -> list[CompareRow]:
+    entry = ctx.my.newest(op.name)
+    if entry is None:
+        ctx.unmatched.append({"op": op.name, "side": "my", "reason": "no dump file for this graph op"})
+        return [] if missing_ok else [_missing_my_row(ctx, op, texts)]
+    try:
+        dump = _read(entry)
+    except DumpFormatError as exc:
+        ctx.unmatched.append({"op": op.name, "side": "my", "reason": str(exc)})
+        row = _missing_my_row(ctx, op, texts)
+        row.fail_reason = str(exc)
+        return [row]
+    rows = []
+    for kind, records in (("input", dump.inputs), ("output", dump.outputs)):
+        for i, record in enumerate(records):
+            tensor = f"{op.name}:{kind}:{i}"
+            try:
+                if kind == "input":
+                    producer, out_index = mp.find_producer(ctx.rule, op, i)
+                    origin = producer.origin_tensor(out_index)
+                else:
+                    origin = op.origin_tensor(i)
+            except LookupError as exc:
+                rows.append(_fail_row(ctx, op, entry, record, tensor, texts,
+                                      f"[{op.name}] There is no the ground truth dump file for {tensor}."
+                                      if "origin" in str(exc) or "output description" in str(exc) else str(exc)))
+                continue
+            if ctx.golden_npy:
+                golden = ctx.golden.npy(origin.name, origin.index)
+            else:
+                golden = ctx.golden.newest(origin.name)
+            rows.append(_golden_row(ctx, op.op_id, entry, dump, record, tensor, golden, origin, op.type, texts[0],
+                                    texts[1], op.pass_names, op.ub_pass_name, ctx.originals.get(op.name, [])))
+    return rows
+
+
+def _fail_row(ctx, op, entry, record, tensor, texts, reason) -> CompareRow:
+    return CompareRow(op.op_id, op.type, texts[0], texts[1], tensor, "NaN", "NaN", tuple(record.shape),
+                      _nan_metrics(ctx), reason, _addr(record.address), None, list(op.pass_names), op.ub_pass_name,
+                      ctx.originals.get(op.name, []), entry.timestamp)
+
+
+def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Origin, op_type, my_text, golden_ops,
+                pass_names, ub_pass_name, originals) -> CompareRow:
+    op_name = dump.op_name or entry.op_name
+
+    def fail(reason: str) -> CompareRow:
+        return CompareRow(index, op_type, my_text, golden_ops, tensor, "NaN", "NaN", tuple(record.shape),
+                          _nan_metrics(ctx), reason, _addr(record.address), None, list(pass_names or []),
+                          ub_pass_name, list(originals or []), entry.timestamp)
+
+    if golden is None:
+        ctx.unmatched.append({"op": entry.op_name, "side": "golden",
+                              "reason": f"no golden data for {origin.name}:output:{origin.index}"})
+        return fail(f"[{entry.op_name}] There is no the ground truth dump file for {tensor}.")
+    try:
+        if ctx.golden_npy:
+            from fusebisect.compare.dumpfile import read_dump
+            golden_record = read_dump(golden.path).outputs[0]
+            golden_path = golden.path
+            golden_format = origin.format or record.format_name
+        else:
+            golden_dump = _read(golden)
+            golden_path = golden.path
+            if origin.index >= len(golden_dump.outputs):
+                return fail(f"[{entry.op_name}] The output index {origin.index} is out of range "
+                            f"[0, {len(golden_dump.outputs)}).")
+            golden_record = golden_dump.outputs[origin.index]
+            golden_format = golden_record.format_name
+        y = golden_record.array()
+        golden_dtype = _shown_dtype(golden_record, device_names=False)
+        if not ctx.golden_npy and golden_record.format_name in PRIVATE_FORMATS and golden_record.original_shape:
+            y = _to_original(y, golden_record.format_name, golden_record.original_shape, None,
+                             golden_record.sub_format)
+        if golden_dtype in ("bfloat16",) or y.dtype.name in _FLOAT32_READ:
+            y = y.astype(np.float32)
+        golden_shape = tuple(record.original_shape) if record.original_shape else tuple(y.shape)
+        x = record.array()
+        if x.dtype.name in _FLOAT32_READ:
+            x = x.astype(np.float32)
+        my_dtype = _shown_dtype(record, device_names=False)
+        scalar_device = sum(record.shape) == len(record.shape)
+        if record.format_name in PRIVATE_FORMATS and not scalar_device:
+            x = _to_original(x, record.format_name, golden_shape,
+                             None if golden_format in PRIVATE_FORMATS else golden_format, record.sub_format)
+        if x.size != y.size:
+            sx = "(" + ",".join(map(str, x.shape)) + ")"
+            sy = "(" + ",".join(map(str, y.shape)) + ")"
+            return fail(f"[{op_name}] Due to the different shapes on the left and right,the left dump data{sx} can "
+                        f"not be compared to the right dump data{sy}. Please check the batch of the dump data or "
+                        f"the shape may be changed due to optimization.")
+        shape = tuple(x.shape)
+        result: Metrics = compare_arrays(x, y, ctx.algorithms, shape=shape, my_name=str(entry.path),
+                                         golden_name=str(golden_path))
+        del x, y
+    except (DumpFormatError, ValueError) as exc:
+        return fail(str(exc))
+    return CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, result.values,
+                      result.fail_reason, _addr(record.address), None, list(pass_names or []), ub_pass_name,
+                      list(originals or []), entry.timestamp)

@@ -1,0 +1,298 @@
+"""Which tensors to compare: msaccucmp's op mapping between my dump, the golden data and the graphs.
+
+Cases (as msaccucmp ``compare`` decides them):
+
+* **NPU vs NPU, no graph**: ops paired by op name; inputs and outputs index by index (``NpuVsNpuComparison``).
+* **NPU vs golden .npy with my graph** (``-f``): ops grouped by their ``_datadump_original_op_names``
+  (OneToOne, MultiToOne, OneToMulti, MultiToMulti, L1 fusion); each output goes to the golden
+  ``{origin_name}.{origin_output_index}``; input *i* goes to the golden output of the producer named by the
+  graph's input *i* (walking back through Cast/TransData).
+* **fused vs unfused NPU dumps with both graphs** (``-f`` + ``-cf``): the original names of each fused op are
+  re-mapped to the op of the close graph that carries them, and the golden data is that op's NPU dump.
+
+The result is a list of :class:`OpPlan` (one per fusion group, msaccucmp's ``Index``) whose :class:`TensorPlan`
+items say where both tensors are; reading and comparing them is the engine's job.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPECIAL_OPS_TYPE = ("Cast", "TransData")
+
+
+def lookup_name(name: str) -> str:
+    """msaccucmp's dump-file lookup key for a graph op name ('/' and '.' become '_')."""
+    return name.replace("/", "_").replace(".", "_")
+
+
+@dataclass
+class Origin:
+    """The golden tensor one NPU output corresponds to."""
+
+    name: str
+    index: int
+    format: str | None = None
+    shape: tuple[int, ...] | None = None
+
+
+@dataclass
+class RuleOp:
+    """One op of a fusion-rule graph, in msaccucmp's view."""
+
+    op_id: int                    # fusion-group id = the CSV Index
+    name: str
+    type: str
+    inputs: list[str]             # "src:idx", control edges removed
+    original_op_names: list[str]
+    have_origin: bool
+    outputs: list[Origin | None]  # per output_desc; None = empty origin name
+    l1_no: str = ""
+    is_multiop: bool = False
+    pass_names: list[str] = field(default_factory=list)
+    ub_pass_name: str | None = None
+    sequence: int = 0
+
+    def origin_tensor(self, index: int) -> Origin:
+        """``FusionOp.get_origin_tensor``: the origin of output ``index``; raises LookupError with msaccucmp's text."""
+        if not self.outputs:
+            raise LookupError(f'The output description of the fusion operator "{self.name}" is empty.')
+        real = index if index < len(self.outputs) else 0
+        origin = self.outputs[real]
+        if origin is None or not origin.name:
+            raise LookupError(f"The origin name of the {self.name}:{index} is empty.")
+        return Origin(origin.name, index if origin.index is None else origin.index, origin.format, origin.shape)
+
+    def is_inner_node(self) -> bool:
+        """A split (multi-op) node none of whose outputs maps to an original output."""
+        return self.is_multiop and all(o is None or not o.name for o in self.outputs)
+
+
+@dataclass
+class FusionRule:
+    """msaccucmp's ``FusionRuleParser`` state built from a :class:`fusebisect.compare.graph.Graph`."""
+
+    groups: dict[object, list[RuleOp]]      # fusion-op name -> ops, in first-appearance order
+    op_to_group: dict[str, object]
+    op_list: list[RuleOp]
+
+    def op(self, name: str) -> RuleOp | None:
+        """Returns the op called ``name`` or None."""
+        key = self.op_to_group.get(name)
+        for op in self.groups.get(key, []):
+            if op.name == name:
+                return op
+        return None
+
+    def origin_to_op(self) -> dict[str, str]:
+        """original op name -> name of the op carrying it (last wins, as msaccucmp)."""
+        out: dict[str, str] = {}
+        for op in self.op_list:
+            for origin in op.original_op_names:
+                out[origin] = op.name
+        return out
+
+
+def _group_key(name: str, l1_no: str, originals: list[str]) -> object:
+    if l1_no:
+        return l1_no
+    if originals:
+        if len(originals) == 1:
+            return originals[0] or name
+        return uuid.uuid3(uuid.NAMESPACE_DNS, "".join(originals))
+    return name
+
+
+def build_rule(graph) -> FusionRule:
+    """Builds msaccucmp's fusion rule from a loaded graph (``OpInfo`` list). Returns a :class:`FusionRule`."""
+    groups: dict[object, list[RuleOp]] = {}
+    op_to_group: dict[str, object] = {}
+    op_list: list[RuleOp] = []
+    for position, info in enumerate(graph.ops):
+        have_origin = bool(info.original_op_names)
+        originals = list(info.original_op_names) if have_origin else [info.name]
+        outputs: list[Origin | None] = []
+        for out_index, out in enumerate(info.outputs):
+            name = out.origin_name or ""
+            if not name and not have_origin:
+                name = info.name
+            index = out.origin_output_index if out.origin_output_index is not None else out_index
+            outputs.append(Origin(name, index, out.origin_format or None,
+                                  tuple(out.origin_shape) if out.origin_shape else None) if name else None)
+        if not outputs and not have_origin:
+            outputs.append(Origin(info.name, None))  # type: ignore[arg-type]
+        inputs = [i for i in info.inputs if i and not i.endswith(":-1")]
+        l1_no = info.l1_fusion_sub_graph_no or ""
+        key = _group_key(info.name, l1_no, originals)
+        op_to_group[info.name] = key
+        op = RuleOp(0, info.name, info.type, inputs, originals, have_origin, outputs, l1_no,
+                    bool(info.is_multiop), list(info.pass_names or []), info.ub_pass_name,
+                    info.id if info.id is not None else position)
+        if key in groups:
+            op.op_id = groups[key][0].op_id
+            if all(o.name != op.name for o in groups[key]):
+                groups[key].append(op)
+                op_list.append(op)
+        else:
+            op.op_id = len(groups)
+            groups[key] = [op]
+            op_list.append(op)
+    # rename nodes: a single op whose only original name is its group name fills empty origins with that name
+    for key, ops in groups.items():
+        if len(ops) == 1 and len(ops[0].original_op_names) == 1 and key == ops[0].original_op_names[0]:
+            ops[0].outputs = [o if o is not None else Origin(ops[0].original_op_names[0], i)
+                              for i, o in enumerate(ops[0].outputs)] or [Origin(ops[0].original_op_names[0], None)]
+    op_list.sort(key=lambda o: o.sequence)
+    return FusionRule(groups, op_to_group, op_list)
+
+
+def merge_close(open_rule: FusionRule, close_rule: FusionRule) -> FusionRule:
+    """``merge_close_and_open_fusion_rule``: original names and output origins re-pointed at close-graph ops."""
+    close_map = close_rule.origin_to_op()
+    seen_open: list[str] = []
+    seen_close: list[str] = []
+    done: list[object] = []
+    groups: dict[object, list[RuleOp]] = {}
+    op_to_group: dict[str, object] = {}
+    op_list: list[RuleOp] = []
+    for name, key in reversed(list(open_rule.op_to_group.items())):
+        if key in done:
+            continue
+        done.append(key)
+        op_to_group[name] = key
+        for op in open_rule.groups[key]:
+            first = op.original_op_names[0]
+            if first in seen_open:
+                continue
+            seen_open.append(first)
+            if first in close_map:
+                if close_map[first] in seen_close:
+                    continue
+                seen_close.append(close_map[first])
+            if not (len(op.original_op_names) == 1 and op.original_op_names[0] == ""):
+                names: list[str] = []
+                for origin in op.original_op_names:
+                    if origin in close_map and close_map[origin] not in names:
+                        names.append(close_map[origin])
+                op.original_op_names = names
+            for out in op.outputs:
+                if out is None or not out.name or out.name not in close_map:
+                    continue
+                close_name = close_map[out.name]
+                close_ops = close_rule.groups.get(close_rule.op_to_group.get(close_name), [])
+                for close_op in close_ops:
+                    hit = next((i for i, c in enumerate(close_op.outputs)
+                                if c is not None and c.name == out.name and c.index == out.index), None)
+                    if hit is not None:
+                        out.index = hit
+                        break
+                out.name = close_name
+            groups.setdefault(key, []).append(op)
+            op_list.insert(0, op)
+    # every op name stays addressable (producers of inputs)
+    for name, key in open_rule.op_to_group.items():
+        op_to_group.setdefault(name, key)
+    return FusionRule(groups, op_to_group, op_list)
+
+
+def relation(ops: list[RuleOp]) -> str:
+    """``get_relation_for_fusion``: 'OneToOne' | 'MultiToOne' | 'OneToMulti' | 'MultiToMulti' | 'L1Fusion'."""
+    if len(ops) == 1:
+        return "MultiToOne" if len(ops[0].original_op_names) > 1 else "OneToOne"
+    if ops[0].l1_no:
+        return "L1Fusion"
+    return "OneToMulti" if len(ops[0].original_op_names) == 1 else "MultiToMulti"
+
+
+def left_right_strings(ops: list[RuleOp]) -> tuple[str, str]:
+    """``make_left_and_right_string`` over a group: (NPUDump text, GroundTruth text)."""
+    by_origin: dict[str, list[RuleOp]] = {}
+    for op in ops:
+        by_origin.setdefault(",".join(op.original_op_names), []).append(op)
+    return ",".join(o.name for lst in by_origin.values() for o in lst), ",".join(by_origin)
+
+
+def find_producer(rule: FusionRule, op: RuleOp, index: int) -> tuple[RuleOp, int]:
+    """The op and output index feeding input ``index`` of ``op`` (through Cast/TransData); LookupError if none."""
+    current, current_index = _pre_op(rule, op, index)
+    guard = 0
+    while current.type in SPECIAL_OPS_TYPE and guard < 1000:
+        current, current_index = _pre_op(rule, current, current_index)
+        guard += 1
+    return current, current_index
+
+
+def _pre_op(rule: FusionRule, op: RuleOp, index: int) -> tuple[RuleOp, int]:
+    if index >= len(op.inputs):
+        raise LookupError(f"The input index ({index}) is out of range ({len(op.inputs)}) for the operator list.")
+    parts = op.inputs[index].split(":")
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip().isdigit():
+        raise LookupError(f"The input information ({op.inputs[index]}) is invalid. It only supports op_name:index.")
+    producer = rule.op(parts[0].strip())
+    if producer is None:
+        raise LookupError(f'There is no "{parts[0].strip()}" in the fusion rule file.')
+    return producer, int(parts[1])
+
+
+@dataclass
+class SideIndex:
+    """Dump files of one side by lookup name: newest last (msaccucmp uses the newest)."""
+
+    files: dict[str, list]          # lookup name -> [DumpEntry...] sorted by timestamp
+    golden: dict[tuple[str, int], object] | None = None   # npy golden: (lookup name, idx) -> GoldenEntry
+
+    def newest(self, op_name: str):
+        """The newest dump entry for ``op_name`` or None."""
+        entries = self.files.get(lookup_name(op_name))
+        return entries[-1] if entries else None
+
+    def npy(self, op_name: str, index: int):
+        """The newest golden .npy entry for ``op_name`` output ``index`` or None."""
+        if self.golden is None:
+            return None
+        return self.golden.get((lookup_name(op_name), index))
+
+
+def index_tree(tree) -> SideIndex:
+    """Indexes a :class:`DumpTree` by op name (Opdebug files skipped). Returns a :class:`SideIndex`."""
+    files: dict[str, list] = {}
+    for entry in tree.entries:
+        if entry.op_type == "Opdebug":
+            continue
+        files.setdefault(lookup_name(entry.op_name), []).append(entry)
+    for entries in files.values():
+        entries.sort(key=lambda e: e.timestamp)
+    return SideIndex(files)
+
+
+def index_golden(golden: dict) -> SideIndex:
+    """Indexes ``scan_golden`` output. Returns a :class:`SideIndex` in npy mode."""
+    return SideIndex({}, {(lookup_name(name), idx): entry for (name, idx), entry in golden.items()})
+
+
+def npu_vs_npu_groups(my: SideIndex, golden: SideIndex) -> list[tuple[int, str, object, object]]:
+    """msaccucmp's graph-less pairing: [(index, op_name, my_entry|None, golden_entry|None)], my ops first
+    by execution time, then golden-only ops."""
+    order: list[tuple[int, str]] = []
+    for key, entries in my.files.items():
+        order.append((entries[-1].timestamp, key))
+    order.sort()
+    result: list[tuple[int, str, object, object]] = []
+    names: dict[str, int] = {}
+    for _, key in order:
+        entry = my.files[key][-1]
+        names[key] = len(result)
+        result.append((len(result), entry.op_name, entry, None))
+    golden_order = sorted((entries[-1].timestamp, key) for key, entries in golden.files.items())
+    extra = len(result)
+    for _, key in golden_order:
+        entry = golden.files[key][-1]
+        if key in names:
+            idx = names[key]
+            result[idx] = (result[idx][0], result[idx][1], result[idx][2], entry)
+        else:
+            result.append((extra, entry.op_name, None, entry))
+            extra += 1
+    return result
