@@ -240,3 +240,58 @@ def test_scan_clean_dumps_exit_zero(tmp_path, capsys):
     write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
     assert main(["overflow", str(tmp_path), "--scan"]) == 0
     assert "No abnormal ops (scan) found" in capsys.readouterr().out
+
+
+def write_build_graph(directory: Path) -> Path:
+    from google.protobuf import text_format
+
+    from fusebisect.proto import ge_ir_pb2 as ge
+
+    model = ge.ModelDef(name="m")
+    graph = model.graph.add(name="g")
+    op = graph.op.add(name="block1/conv1.fused", type="Conv2D", id=1)   # dump names mangle '/' and '.' to '_'
+    op.attr["pass_name"].list.s.extend([b"ConvBatchnormFusionPass"])
+    op.attr["pass_name_ub"].s = b"TbeConvAddFusion"
+    op.attr["_datadump_original_op_names"].list.s.extend([b"block1/conv1", b"block1/bn1"])
+    graph.op.add(name="relu1", type="Relu", id=2)
+    path = directory / "ge_proto_00000001_graph_1_Build.txt"
+    path.write_text(text_format.MessageToString(model))
+    return path
+
+
+@pytest.mark.parametrize("as_dir", [False, True])
+def test_graph_adds_type_pass_names_and_originals(tmp_path, capsys, as_dir):
+    dump = tmp_path / "dump"
+    leaf = leaf_dir(dump, 0)
+    write_op(leaf, "Conv2D", "block1_conv1_fused", 3, 0, T0 + 1, [CLEAN, CLEAN], [SATURATED], "binary")
+    write_op(leaf, "Relu", "relu1", 4, 0, T0 + 2, [SATURATED], [SATURATED], "binary")
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 3, "binary")
+    write_opdebug(leaf, old_record(4, 0, 0x100), T0 + 4, "nano", debug_task=2)
+    graphs = tmp_path / "graphs"
+    graphs.mkdir()
+    gfile = write_build_graph(graphs)
+    target = graphs if as_dir else gfile
+    assert main(["overflow", str(dump), "--graph", str(target), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    conv, relu = doc["overflows"]
+    assert conv["op_type"] == "Conv2D" and conv["pass_names"] == ["ConvBatchnormFusionPass", "TbeConvAddFusion"]
+    assert conv["original_ops"] == ["block1/conv1", "block1/bn1"]
+    assert "keep Conv2D in float32" in conv["diagnosis"]
+    assert conv["diagnosis"].endswith(
+        "Fused by ConvBatchnormFusionPass, TbeConvAddFusion: test with "
+        "`fusebisect cfg off ConvBatchnormFusionPass TbeConvAddFusion`.")
+    assert (relu["unit"], relu["status"], relu["pass_names"]) == ("AI Core", 0x100, [])
+    assert relu["meanings"] == ["0x100: overflow converting FP32 or INT32 to FP16"]
+    assert relu["diagnosis"].startswith("Input already abnormal")
+    # the rich view names the rules too
+    assert main(["overflow", str(dump), "--graph", str(target)]) == 1
+    text = capsys.readouterr().out
+    assert "fusion rules: ConvBatchnormFusionPass, TbeConvAddFusion" in text
+
+
+def test_unreadable_graph_is_an_error(tmp_path, capsys):
+    build_two_iterations(tmp_path / "dump", "binary")
+    bad = tmp_path / "ge_proto_bad_Build.txt"
+    bad.write_text("graph { op { name: ")
+    assert main(["overflow", str(tmp_path / "dump"), "--graph", str(bad)]) == 2
+    assert "fusebisect: error:" in capsys.readouterr().err
