@@ -26,11 +26,19 @@ def _fmt(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return f"{value:.5g}"
     return str(value)
 
 
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 def _render(report) -> None:
+    from rich import box
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
@@ -61,21 +69,21 @@ def _render(report) -> None:
         if ov.original_ops:
             body.add_row(f"original ops: {', '.join(ov.original_ops)}")
         if ov.inputs or ov.outputs:
-            table = Table(show_edge=False, pad_edge=False)
-            for col in ("tensor", "shape", "dtype", "min", "max", "mean", "NaN", "+Inf", "-Inf", "65504"):
-                table.add_column(col, justify="right" if col not in ("tensor", "dtype") else "left")
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            for col in ("tensor", "shape", "dtype", "min", "max", "mean", "NaN/+Inf/-Inf/65504"):
+                table.add_column(col, justify="left" if col in ("tensor", "dtype") else "right", no_wrap=True)
             for st in ov.inputs + ov.outputs:
-                style = "red" if st.abnormal else None
                 if st.error:
-                    table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, st.error, "", "", "", "",
-                                  "", "", style="yellow")
+                    table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, st.error, "", "", "",
+                                  style="yellow")
                     continue
-                table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, _fmt(st.min), _fmt(st.max),
-                              _fmt(st.mean), str(st.nan), str(st.pos_inf), str(st.neg_inf), str(st.saturated),
-                              style=style)
+                table.add_row(f"{st.kind} {st.index}", "x".join(map(str, st.shape)) or "scalar", st.dtype,
+                              _fmt(st.min), _fmt(st.max), _fmt(st.mean),
+                              f"{st.nan}/{st.pos_inf}/{st.neg_inf}/{st.saturated}",
+                              style="red" if st.abnormal else None)
             body.add_row(table)
         if ov.dump_file:
-            body.add_row(Text(f"dump: {ov.dump_file}", style="dim"))
+            body.add_row(Text(f"dump: {_rel(ov.dump_file, report.dump_dir)}", style="dim", overflow="fold"))
         body.add_row(Text(f"=> {ov.diagnosis}", style="bold cyan"))
         title = f"[{n}] [{ov.op_type}] {ov.op_name}"
         console.print(Panel(body, title=title, title_align="left", expand=False))
