@@ -5,6 +5,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fusebisect.compare.overflow import (
     decode_record,
@@ -221,3 +223,29 @@ def test_status_meanings_never_raise_on_odd_ints():
         assert status_meanings("AI Core", value)
         assert status_meanings("DHA Atomic Add", value)
         assert status_meanings("L2 Atomic Add", value)
+
+
+# ---------------------------------------------------------------------------------------------------- fuzz
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.booleans(), st.integers(0, 3))
+def test_any_bytes_decode_or_raise_dump_format_error(tail, with_magic, version):
+    data = (struct.pack("<II", MAGIC, version) + tail) if with_magic else tail
+    try:
+        records, problems = decode_record_ex(data)
+    except DumpFormatError as exc:
+        assert str(exc)
+        return
+    for rec in records:
+        assert isinstance(rec.meanings, list)
+        assert rec.unit in ("AIC", "AIV", "AICPU", "SDMA", "AI Core", "DHA Atomic Add", "L2 Atomic Add")
+    assert all(isinstance(p, str) for p in problems)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.sampled_from(["AI Core", "AIC", "AIV", "AICPU", "SDMA", "DHA Atomic Add",
+                                                   "L2 Atomic Add"]))
+def test_every_status_word_is_explained_or_shown_as_hex(status, unit):
+    meanings = status_meanings(unit, status)
+    assert bool(meanings) == bool(status)
