@@ -35,7 +35,7 @@ def validate_rule_name(name: str) -> str:
 
     Raises UsageError naming the rule otherwise.
     """
-    if not isinstance(name, str) or not RULE_NAME_RE.match(name):
+    if not isinstance(name, str) or not RULE_NAME_RE.fullmatch(name):
         raise UsageError(f"invalid rule name {name!r}: only letters, digits and _ . : - are allowed")
     return name
 
@@ -201,7 +201,8 @@ class _Reader:
             if pairs and comma_at is None:
                 raise _JSONSyntaxError("expected ',' or '}'", self.pos)
             if ch != '"':
-                raise _JSONSyntaxError("expected a double-quoted key", self.pos)
+                why = "strings need double quotes" if ch == "'" else "expected a double-quoted key"
+                raise _JSONSyntaxError(why, self.pos)
             key_at = self.pos
             key = self.string()
             self.skip()
@@ -342,7 +343,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                     continue
                 target = cfg.section(sec)
                 for name, name_at, val in sec_node.pairs or []:
-                    if not RULE_NAME_RE.match(name):
+                    if not RULE_NAME_RE.fullmatch(name):
                         add("rule-name", f"invalid rule name {name!r} in Switch.{sec}: only letters, digits and "
                             "_ . : - are allowed", name_at, rule=name, section=sec)
                         continue
@@ -387,7 +388,7 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
             problems.append(Problem("error", "syntax", f"expected PassName:on or PassName:off, got {s!r}",
                                     lineno, col))
             continue
-        if not RULE_NAME_RE.match(name):
+        if not RULE_NAME_RE.fullmatch(name):
             problems.append(Problem("error", "rule-name", f"invalid rule name {name!r}: only letters, digits and "
                                     "_ . : - are allowed", lineno, col, rule=name))
             continue

@@ -1,0 +1,262 @@
+"""Switch files: lenient/strict parsing, CANN precedence, canonical atomic writing."""
+
+import json
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fusebisect.errors import SwitchFileError, UsageError
+from fusebisect.rules.catalog import Catalog, Rule, default_catalog
+from fusebisect.rules.switchfile import (
+    SwitchConfig, all_off_config, diff_configs, effective_state, explain_state, off_config, parse_switch_file,
+    parse_switch_text, render_switch, switch_schema, validate_rule_name, write_hashed_switch_file,
+    write_switch_file,
+)
+
+
+def _rule(name, kind, default="on", can_disable=True, builtin=None):
+    return Rule(name=name, kind=kind, default=default, can_disable=can_disable, o1_exception=False,
+                description="", sources=("test",), aliases=(), builtin_switch=builtin)
+
+
+# A small catalog shaped like FE's unit-test fixtures (fusion_config_parser_unittest.cc).
+TOY = Catalog({r.name: r for r in [
+    _rule("PassThroughFusionPass", "GraphFusion", can_disable=False),
+    _rule("BUILTIN_PASS1", "GraphFusion"),
+    _rule("BUILTIN_PASS2", "GraphFusion"),
+    _rule("CUSTOM_PASS1", "GraphFusion"),
+    _rule("UB_PASS3", "UBFusion"),
+    _rule("UB_PASS4", "UBFusion"),
+]})
+
+
+def cfg(graph=None, ub=None):
+    return SwitchConfig(graph=dict(graph or {}), ub=dict(ub or {}))
+
+
+# ---- CANN precedence (mirrors FE fusion_switch_01..07) ---------------------------------------------------------
+
+def test_fusion_switch_01_builtin_all_off_with_explicit_on():
+    builtin = cfg({"ALL": "off", "BUILTIN_PASS1": "on"})
+    assert effective_state("BUILTIN_PASS1", None, TOY, builtin=builtin)
+    assert not effective_state("BUILTIN_PASS2", None, TOY, builtin=builtin)
+    assert effective_state("PassThroughFusionPass", None, TOY, builtin=builtin)
+
+
+def test_fusion_switch_02_user_file_over_builtin():
+    builtin = cfg({"ALL": "off", "BUILTIN_PASS1": "on"}, {"UB_PASS3": "on"})
+    user = cfg({"CUSTOM_PASS1": "off"}, {"UB_PASS3": "off"})
+    assert effective_state("PassThroughFusionPass", user, TOY, builtin=builtin)  # forbidden-close
+    assert effective_state("BUILTIN_PASS1", user, TOY, builtin=builtin)
+    assert not effective_state("CUSTOM_PASS1", user, TOY, builtin=builtin)
+    assert not effective_state("UB_PASS3", user, TOY, builtin=builtin)  # although built-in says on
+    assert effective_state("UB_PASS4", user, TOY, builtin=builtin)  # UB map has no ALL
+
+
+def test_fusion_switch_03_builtin_explicit_on_beats_user_all_off():
+    builtin = cfg({"BUILTIN_PASS1": "on"})
+    user = cfg({"ALL": "off"})
+    assert effective_state("BUILTIN_PASS1", user, TOY, builtin=builtin)
+    assert not effective_state("BUILTIN_PASS2", user, TOY, builtin=builtin)
+    assert not effective_state("BUILTIN_PASS1", cfg({"ALL": "off", "BUILTIN_PASS1": "off"}), TOY, builtin=builtin)
+
+
+def test_fusion_switch_04_builtin_off_stays_off_unless_named_on():
+    builtin = cfg({"BUILTIN_PASS2": "off"})
+    assert not effective_state("BUILTIN_PASS2", None, TOY, builtin=builtin)
+    assert not effective_state("BUILTIN_PASS2", cfg({"ALL": "on"}), TOY, builtin=builtin)
+    assert effective_state("BUILTIN_PASS2", cfg({"BUILTIN_PASS2": "on"}), TOY, builtin=builtin)
+
+
+def test_fusion_switch_05_exact_name_beats_all():
+    assert effective_state("CUSTOM_PASS1", cfg({"ALL": "off", "CUSTOM_PASS1": "on"}), TOY, builtin=cfg())
+    assert not effective_state("CUSTOM_PASS1", cfg({"ALL": "on", "CUSTOM_PASS1": "off"}), TOY, builtin=cfg())
+    assert not effective_state("BUILTIN_PASS1", cfg({"ALL": "off"}), TOY, builtin=cfg())
+
+
+def test_fusion_switch_06_old_format_applies_to_both_kinds():
+    user = parse_switch_text("CUSTOM_PASS1:off\nUB_PASS3:off\n")
+    assert user.legacy
+    assert not effective_state("CUSTOM_PASS1", user, TOY, builtin=cfg())
+    assert not effective_state("UB_PASS3", user, TOY, builtin=cfg())
+    assert effective_state("UB_PASS4", user, TOY, builtin=cfg())
+
+
+def test_fusion_switch_07_forbidden_close_ignores_everything():
+    user = cfg({"ALL": "off", "PassThroughFusionPass": "off"})
+    assert effective_state("PassThroughFusionPass", user, TOY, builtin=cfg({"PassThroughFusionPass": "off"}))
+
+
+def test_section_decides_and_no_file_means_default():
+    assert effective_state("UB_PASS3", cfg({"UB_PASS3": "off"}), TOY, builtin=cfg())  # wrong section: no effect
+    assert effective_state("ANY_CUSTOM", None, TOY, builtin=cfg())
+    # names the catalog lacks: the one section naming them decides, or --kind
+    assert not effective_state("ANY_CUSTOM", cfg({"ANY_CUSTOM": "off"}), TOY, builtin=cfg())
+    assert effective_state("ANY_CUSTOM", cfg({"ANY_CUSTOM": "off"}), TOY, kind="ub", builtin=cfg())
+    on, why = explain_state("PassThroughFusionPass", cfg({"PassThroughFusionPass": "off"}), TOY)
+    assert on and "forbidden" in why
+
+
+def test_real_catalog_precedence():
+    cat = default_catalog()
+    user = cfg({"ALL": "off"}, {"ALL": "off"})
+    assert effective_state("GridSampler3DFusionPass", user, cat)  # built-in explicit on
+    assert not effective_state("TbeEltwiseFusionPass", user, cat)
+    assert effective_state("PassThroughFusionPass", user, cat)
+    assert not effective_state("GridSampler2DFusionPass", None, cat)  # built-in off default
+    assert effective_state("GridSampler2DFusionPass", cfg({"GridSampler2DFusionPass": "on"}), cat)
+    # all-off closes everything that can be closed
+    off = all_off_config(cat)
+    for name in cat.disableable():
+        assert not effective_state(name, off, cat), name
+
+
+def test_diff_configs():
+    cat = default_catalog()
+    a = cfg({"ConvConcatFusionPass": "off"})
+    b = cfg({}, {"TbeEltwiseFusionPass": "off"})
+    changes = {c["rule"]: c for c in diff_configs(a, b, cat)}
+    assert set(changes) == {"ConvConcatFusionPass", "TbeEltwiseFusionPass"}
+    assert (changes["ConvConcatFusionPass"]["a"], changes["ConvConcatFusionPass"]["b"]) == ("off", "on")
+    assert diff_configs(a, a, cat) == []
+    assert len(diff_configs(None, cfg({}, {"ALL": "off"}), cat)) > 50
+
+
+# ---- reading ----------------------------------------------------------------------------------------------------
+
+def test_lenient_json_bom_comments_trailing_commas():
+    text = ('\ufeff{\n  // closed for the repro\n  "Switch": {\n    "GraphFusion": {"A": "off", /* x */ "B": "on",},\n'
+            '    # hash comment\n    "UBFusion": {"C": "off"},\n  },\n}\n')
+    c = parse_switch_text(text)
+    assert c.graph == {"A": "off", "B": "on"} and c.ub == {"C": "off"} and not c.legacy
+
+
+@pytest.mark.parametrize("text,line,col,words", [
+    ('{"Switch": {"GraphFusion": {"A": "On"}}}', 1, 34, "exactly"),
+    ('{"Switch": {"GraphFusion": {"A": true}}}', 1, 34, "exactly"),
+    ('{"Switch": {}, "Other": {}}', 1, 16, "Switch, Priority"),
+    ('{"switch": {}}', 1, 2, "did you mean 'Switch'"),
+    ('{"Switch": {"UbFusion": {}}}', 1, 13, "did you mean 'UBFusion'"),
+    ('{\n"Switch": {"GraphFusion": {"A": "off", "A": "on"}}}', 2, 40, "twice"),
+    ('{\n  "Switch": {\n    "GraphFusion": {"A": "off" "B": "on"}\n  }\n}', 3, 32, "expected ','"),
+    ('{"Switch": {"GraphFusion": {"A b": "off"}}}', 1, 29, "invalid rule name"),
+    ('{"Switch": {"GraphFusion": {"A": "off"}}', 1, 1, "unterminated"),
+    ("{'Switch': {}}", 1, 2, "double quotes"),
+    ("", 1, 1, "empty"),
+])
+def test_strict_errors_have_line_and_column(text, line, col, words):
+    with pytest.raises(SwitchFileError) as info:
+        parse_switch_text(text, "f.cfg")
+    err = info.value
+    assert (err.line, err.column) == (line, col), str(err)
+    assert words in str(err) and str(err).startswith("f.cfg: line")
+
+
+def test_schema_agrees_with_the_strict_parser():
+    validator = jsonschema.Draft202012Validator(switch_schema())
+    good = {"Switch": {"GraphFusion": {"ALL": "off", "X.y:z-1": "on"}, "UBFusion": {}},
+            "Priority": {"GraphFusion": {"Main": {"X": "3"}}}, "ExceptionalPassOfO1Level": ["X"]}
+    assert not list(validator.iter_errors(good))
+    parse_switch_text(json.dumps(good))
+    for bad in ({"Switch": {"GraphFusion": {"A": "ON"}}}, {"Other": {}}, {"Switch": {"ubfusion": {}}},
+                {"Switch": {"GraphFusion": {"A b": "off"}}}, {"Switch": []}, {"ExceptionalPassOfO1Level": "X"}):
+        assert list(validator.iter_errors(bad)), bad
+        with pytest.raises(SwitchFileError):
+            parse_switch_text(json.dumps(bad))
+
+
+def test_legacy_format():
+    c = parse_switch_text("# comment\nConvConcatFusionPass:off\n\n  TbeEltwiseFusionPass : on \n")
+    assert c.legacy and c.graph == c.ub == {"ConvConcatFusionPass": "off", "TbeEltwiseFusionPass": "on"}
+    with pytest.raises(SwitchFileError, match="line 2, column 1: A appears twice"):
+        parse_switch_text("A:off\nA:on\n")
+    with pytest.raises(SwitchFileError, match="line 1.*exactly on or off"):
+        parse_switch_text("A:OFF\n")
+    with pytest.raises(SwitchFileError, match="line 2.*PassName:on"):
+        parse_switch_text("A:off\njunk\n")
+
+
+def test_read_file_errors(tmp_path):
+    with pytest.raises(SwitchFileError, match="directory"):
+        parse_switch_file(tmp_path)
+    with pytest.raises(SwitchFileError, match="no such file"):
+        parse_switch_file(tmp_path / "missing.cfg")
+    bad = tmp_path / "latin1.cfg"
+    bad.write_bytes(b'{"Switch": {"GraphFusion": {"Caf\xe9": "off"}}}')
+    with pytest.raises(SwitchFileError, match="not UTF-8"):
+        parse_switch_file(bad)
+    ok = tmp_path / "ok.cfg"
+    ok.write_bytes(b'\xef\xbb\xbf{"Switch": {"UBFusion": {"A": "off"}}}')
+    assert parse_switch_file(ok).ub == {"A": "off"} and parse_switch_file(ok).path == ok
+
+
+# ---- building and writing ---------------------------------------------------------------------------------------
+
+def test_validate_rule_name():
+    assert validate_rule_name("Tbe.Conv:2-d_x") == "Tbe.Conv:2-d_x"
+    for bad in ("", "a b", "x;rm -rf", "名字", "a\n"):
+        with pytest.raises(UsageError):
+            validate_rule_name(bad)
+
+
+def test_off_config_places_rules_by_kind():
+    cat = default_catalog()
+    c = off_config(["TbeEltwiseFusionPass", "ConvConcatFusionPass", "SquareSumV1"], cat)
+    assert c.graph == {"ConvConcatFusionPass": "off", "SquareSumV1": "off"}
+    assert c.ub == {"TbeEltwiseFusionPass": "off", "SquareSumV1": "off"}
+    assert off_config(["MyCustomPass"], cat, kind="ub").ub == {"MyCustomPass": "off"}
+    with pytest.raises(UsageError, match="did you mean TbeEltwiseFusionPass"):
+        off_config(["TbeEltwiseFusionPas"], cat)
+    with pytest.raises(UsageError, match="invalid rule name"):
+        off_config(["bad name"], cat, kind="graph")
+
+
+def test_render_is_canonical():
+    c = cfg({"b": "off", "a": "off"}, {"z": "off"})
+    text = render_switch(c)
+    assert text == ('{\n  "Switch": {\n    "GraphFusion": {\n      "a": "off",\n      "b": "off"\n    },\n'
+                    '    "UBFusion": {\n      "z": "off"\n    }\n  }\n}\n')
+    assert parse_switch_text(text).graph == c.graph
+    with pytest.raises(UsageError):
+        render_switch(cfg({"a": "maybe"}))
+
+
+def test_write_never_overwrites_without_force(tmp_path):
+    target = tmp_path / "fusion_switch.cfg"
+    write_switch_file(target, cfg({"A": "off"}))
+    first = target.read_text()
+    with pytest.raises(UsageError, match="--force"):
+        write_switch_file(target, cfg({"B": "off"}))
+    assert target.read_text() == first
+    write_switch_file(target, cfg({"B": "off"}), force=True)
+    assert (tmp_path / "fusion_switch.cfg.bak").read_text() == first
+    assert parse_switch_file(target).graph == {"B": "off"}
+    with pytest.raises(UsageError, match="directory"):
+        write_switch_file(tmp_path, cfg({"A": "off"}))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fusion_switch.cfg", "fusion_switch.cfg.bak"]
+
+
+def test_hashed_file_names(tmp_path):
+    a = write_hashed_switch_file(tmp_path / "sw", cfg({"A": "off"}))
+    again = write_hashed_switch_file(tmp_path / "sw", cfg({"A": "off"}))
+    b = write_hashed_switch_file(tmp_path / "sw", cfg({"B": "off"}))
+    assert a == again and a != b
+    assert a.name.startswith("fusion_switch.") and a.suffix == ".cfg" and len(a.name.split(".")[1]) == 12
+    assert parse_switch_file(b).graph == {"B": "off"}
+    with pytest.raises(UsageError):
+        write_hashed_switch_file(a, cfg({"C": "off"}))
+
+
+names = st.from_regex(r"[A-Za-z0-9_.:-]{1,20}", fullmatch=True)
+sections = st.dictionaries(names, st.sampled_from(["on", "off"]), max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sections, sections)
+def test_render_parse_round_trip(graph, ub):
+    c = cfg(graph, ub)
+    back = parse_switch_text(render_switch(c))
+    assert back.graph == graph and back.ub == ub
+    assert render_switch(back) == render_switch(c)
