@@ -1,0 +1,126 @@
+"""``fusebisect compare``: msaccucmp-compatible comparison of two dumps, pointing at the rule to suspect."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fusebisect.cli import common
+
+HELP = (
+    "Compare my NPU dump against golden data, the way CANN's msaccucmp does, and name the first divergent op.\n\n"
+    "MY is a dump location (dump root, timestamp dir, leaf dir or file). GOLDEN is a golden .npy directory "
+    "({op}.{idx}.{ts}.npy) or another NPU dump. Mapping: no graph = NPU vs NPU by op name; [bold]--my-graph[/bold] "
+    "with golden .npy = msaccucmp -f; [bold]--my-graph[/bold] + [bold]--golden-graph[/bold] with an NPU golden = "
+    "fused vs unfused (-f/-cf). Graphs: GE ge_proto txt, atc JSON or .pb.\n\n"
+    "The table lists tensors in execution order with the first divergence highlighted; the summary names its "
+    "graph-fusion passes, UB pass and the original ops it replaced. --csv writes msaccucmp's result CSV.\n\n"
+    "Exit codes: 0 nothing crosses the thresholds, 1 divergence found, 2 error.\n\n"
+    "Example: fusebisect compare ./dump_fused ./dump_unfused --my-graph ge_fused.txt "
+    "--golden-graph ge_unfused.txt --csv result.csv"
+)
+
+
+def _num(value, digits: int = 6) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return f"{value:.{digits}f}"
+
+
+def _render(report, *, cosine: float, max_abs_error: float | None, top: int | None) -> None:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from fusebisect.compare.engine import is_divergent
+
+    console = common.out()
+    rows = report.execution_order()
+    fd = report.first_divergence
+    table = Table(title=f"compare ({report.mode}): {len(report.rows)} tensors", show_lines=False)
+    for col in ("#", "op", "tensor", "golden", "cosine", "max abs err", "reason"):
+        table.add_column(col, overflow="fold")
+    shown = rows
+    if top is not None:
+        ranked = sorted(rows, key=lambda r: (r.cosine if r.cosine is not None and not math.isnan(r.cosine)
+                                             else 2.0))
+        keep = {id(r) for r in ranked[:top]}
+        shown = [r for r in rows if id(r) in keep]
+    for row in shown:
+        style = None
+        if fd is not None and row.tensor == fd["tensor"] and row.my_op == fd["op"]:
+            style = "bold red"
+        elif is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
+            style = "yellow"
+        table.add_row(str(row.index), row.my_op, row.tensor, ",".join(row.golden_ops), _num(row.cosine),
+                      _num(row.max_abs_error), (row.fail_reason or "")[:80], style=style)
+    console.print(table)
+    if fd is None:
+        console.print(Panel(f"No divergence: every cosine >= {cosine}"
+                            + (f" and max abs error <= {max_abs_error}" if max_abs_error is not None else "")
+                            + f" ({len(report.unmatched)} unmatched).", title="summary", style="green"))
+        return
+    lines = [f"first divergent op: [bold]{fd['op']}[/bold]  tensor {fd['tensor']}",
+             f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}",
+             f"graph-fusion passes: {', '.join(fd['pass_names']) or '-'}",
+             f"UB fusion pass: {fd['ub_pass_name'] or '-'}",
+             f"original ops it replaced: {', '.join(fd['ground_truth']) or '-'}"]
+    if fd["pass_names"] or fd["ub_pass_name"]:
+        suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
+        lines.append(f"rules to suspect: [bold]{', '.join(suspects)}[/bold]")
+    console.print(Panel("\n".join(lines), title="first divergence", style="red"))
+
+
+def register(app: typer.Typer) -> None:
+    """Adds the ``compare`` command to ``app``."""
+
+    @app.command("compare", help=HELP)
+    def compare(
+        my: Annotated[Path, typer.Argument(help="My dump (tree, timestamp dir, leaf dir or file).")],
+        golden: Annotated[Path, typer.Argument(help="Golden .npy dir or golden NPU dump.")],
+        my_graph: Annotated[Optional[Path], typer.Option("--my-graph", help="Graph of my model (msaccucmp -f).")] = None,
+        golden_graph: Annotated[Optional[Path], typer.Option(
+            "--golden-graph", help="Graph of the golden (unfused) model (msaccucmp -cf).")] = None,
+        csv_out: Annotated[Optional[Path], typer.Option("--csv", help="Write msaccucmp's result CSV here.")] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+        cosine: Annotated[float, typer.Option("--cosine", help="Divergent when cosine < this.")] = 0.99,
+        max_abs_error: Annotated[Optional[float], typer.Option(
+            "--max-abs-error", help="Divergent when max abs error > this.")] = None,
+        top: Annotated[Optional[int], typer.Option("--top", min=1, help="Show only the N lowest-cosine rows.")] = None,
+        op: Annotated[Optional[str], typer.Option("--op", help="Compare only this op.")] = None,
+        engine: Annotated[str, typer.Option("--engine", help="native | msaccucmp | auto (= native).")] = "auto",
+        msaccucmp: Annotated[Optional[Path], typer.Option(
+            "--msaccucmp", help="msaccucmp.py (or its folder) for --engine msaccucmp.")] = None,
+        jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers over ops.")] = 1,
+    ) -> None:
+        from fusebisect.errors import UsageError
+
+        if engine not in ("native", "msaccucmp", "auto"):
+            raise UsageError(f"--engine {engine}: expected native, msaccucmp or auto")
+        if golden_graph is not None and my_graph is None:
+            raise UsageError("--golden-graph needs --my-graph (msaccucmp -cf needs -f)")
+        if engine == "msaccucmp":
+            from fusebisect.compare.msaccucmp_adapter import run_msaccucmp
+            report = run_msaccucmp(my, golden, my_graph=my_graph, golden_graph=golden_graph, script=msaccucmp,
+                                   cosine=cosine, max_abs_error=max_abs_error)
+            if op is not None:
+                report.rows = [r for r in report.rows if op in r.my_op.split(",")]
+        else:
+            from fusebisect.compare.engine import compare_dumps
+            report = compare_dumps(my, golden, my_graph=my_graph, golden_graph=golden_graph, cosine=cosine,
+                                   max_abs_error=max_abs_error, op=op, jobs=jobs)
+        if csv_out is not None:
+            from fusebisect.compare.csvout import write_csv
+            write_csv(report, csv_out)
+            common.log(f"wrote {csv_out}")
+        if json_out:
+            common.print_json({"rows": len(report.rows), "first_divergence": report.first_divergence,
+                               "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}
+                                             for u in report.unmatched]})
+        else:
+            _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top)
+        raise typer.Exit(1 if report.first_divergence else 0)

@@ -1,0 +1,185 @@
+"""Run CANN's own ``msaccucmp.py compare`` and read its CSV into a :class:`CompareReport`.
+
+Used by ``fusebisect compare --engine msaccucmp``: the graphs are written as msaccucmp ``-f``/``-cf`` fusion-rule
+JSONs from the GE dumps (``write_atc_json``, no ``atc`` needed), dump trees are presented as the flat directories
+msaccucmp expects (symlinks in a temporary directory), and both CSV header generations are understood
+(``LeftOp``/``RightOp`` and ``NPUDump``/``GroundTruth``).
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from fusebisect.compare import mapping as mp
+from fusebisect.compare.engine import CompareReport, CompareRow, first_divergence
+from fusebisect.compare.metrics import ALGORITHMS, NAN_TEXT, Value, nan_value
+from fusebisect.errors import FusebisectError, UsageError
+
+_SUBDIR = Path("tools") / "operator_cmp" / "compare" / "msaccucmp.py"
+_MY_OP = ("NPUDump", "LeftOp")
+_GOLDEN_OP = ("GroundTruth", "RightOp")
+
+
+def find_msaccucmp(path: str | os.PathLike[str] | None = None) -> Path:
+    """Locates msaccucmp.py: ``path`` (file or directory), $ASCEND_TOOLKIT_HOME, $ASCEND_HOME_PATH, then
+    /usr/local/Ascend/**/tools/operator_cmp/compare/. Returns its path; raises UsageError if none is found."""
+    candidates: list[Path] = []
+    if path:
+        p = Path(path)
+        candidates += [p, p / "msaccucmp.py", p / _SUBDIR]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        raise UsageError(f"--msaccucmp {path}: no msaccucmp.py there")
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
+        home = os.environ.get(var)
+        if home:
+            candidates.append(Path(home) / _SUBDIR)
+    candidates += [Path(p) for p in sorted(glob.glob("/usr/local/Ascend/*/" + str(_SUBDIR)))]
+    candidates += [Path(p) for p in sorted(glob.glob("/usr/local/Ascend/*/*/" + str(_SUBDIR)))]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise UsageError("msaccucmp.py not found: pass --msaccucmp PATH or set ASCEND_TOOLKIT_HOME "
+                     "(looked in $ASCEND_TOOLKIT_HOME, $ASCEND_HOME_PATH, /usr/local/Ascend/*/tools/operator_cmp/compare/)")
+
+
+def _flat_dir(path: Path, workdir: Path, label: str) -> Path:
+    """A flat directory holding every dump file of ``path`` (the path itself when it already is one)."""
+    from fusebisect.compare.tree import scan_dumps
+    if path.is_dir() and all((path / n).is_file() or n.startswith(".") for n in os.listdir(path)):
+        return path
+    tree = scan_dumps(path)
+    flat = workdir / label
+    flat.mkdir()
+    for entry in tree.entries:
+        link = flat / entry.path.name
+        if not link.exists():
+            os.symlink(entry.path.resolve(), link)
+    return flat
+
+
+def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, algorithms=None,
+                  cosine: float = 0.99, max_abs_error: float | None = None, env: dict | None = None,
+                  timeout: float | None = None) -> CompareReport:
+    """Runs ``msaccucmp.py compare`` on the two sides and returns its result as a :class:`CompareReport`.
+
+    Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
+    (its last log lines are in the message).
+    """
+    from fusebisect.compare.graph import load_graph, write_atc_json
+    from fusebisect.compare.tree import is_golden_dir, scan_dumps
+
+    script = find_msaccucmp(script)
+    my_path, golden_path = Path(my), Path(golden)
+    with tempfile.TemporaryDirectory(prefix="fusebisect_msaccucmp_") as tmp:
+        work = Path(tmp)
+        my_flat = _flat_dir(my_path, work, "my")
+        golden_flat = golden_path if is_golden_dir(golden_path) else _flat_dir(golden_path, work, "golden")
+        argv = [sys.executable, str(script), "compare", "-m", str(my_flat), "-g", str(golden_flat)]
+        graph = None
+        if my_graph is not None:
+            graph = my_graph if hasattr(my_graph, "ops") else load_graph(my_graph)
+            argv += ["-f", str(write_atc_json(graph, work / "my_graph.json"))]
+        if golden_graph is not None:
+            close = golden_graph if hasattr(golden_graph, "ops") else load_graph(golden_graph)
+            argv += ["-cf", str(write_atc_json(close, work / "golden_graph.json"))]
+        if algorithms:
+            argv += ["-alg", ",".join(algorithms)]
+        out = work / "out"
+        argv += ["-out", str(out)]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        csvs = sorted(out.glob("result_*.csv")) if out.is_dir() else []
+        if not csvs:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+            raise FusebisectError(f"msaccucmp failed (exit {proc.returncode}): {tail}")
+        report = read_result_csv(csvs[-1], cosine=cosine, max_abs_error=max_abs_error, graph=graph)
+    timestamps = {}
+    for entry in scan_dumps(my_path).entries:
+        timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
+    for row in report.rows:
+        row.timestamp = timestamps.get(mp.lookup_name(row.tensor.split(":")[0]), 0) if row.tensor != NAN_TEXT else 0
+    report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
+    return report
+
+
+def _metric(text: str, name: str):
+    if name == "StandardDeviation":
+        return text
+    if text == NAN_TEXT or text == "":
+        return nan_value()
+    try:
+        return Value(float(text), text)
+    except ValueError:
+        return Value(math.nan, text)
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def read_result_csv(path, *, cosine: float = 0.99, max_abs_error: float | None = None,
+                    graph=None) -> CompareReport:
+    """Reads a msaccucmp result CSV (either header generation) into a :class:`CompareReport`.
+
+    ``graph`` (my graph) fills pass names and original ops. Raises FusebisectError for a CSV that is not a
+    msaccucmp result.
+    """
+    from fusebisect.compare.csvout import read_msaccucmp_csv
+    head, rows = read_msaccucmp_csv(path)
+    try:
+        my_col = next(i for i, h in enumerate(head) if h in _MY_OP)
+        golden_col = next(i for i, h in enumerate(head) if h in _GOLDEN_OP)
+        tensor_col = head.index("TensorIndex")
+        shape_col = head.index("Shape")
+        reason_col = head.index("CompareFailReason")
+        index_col = head.index("Index")
+    except (StopIteration, ValueError):
+        raise FusebisectError(f"{path}: not a msaccucmp result CSV (header {','.join(head[:6])}...)") from None
+    type_col = head.index("OpType") if "OpType" in head else None
+    my_addr_col = next((i for i in range(my_col, golden_col) if head[i] == "Address"), None)
+    golden_addr_col = next((i for i in range(golden_col, tensor_col) if head[i] == "Address"), None)
+    my_dtype_col = next((i for i in range(my_col, golden_col) if head[i] == "DataType"), None)
+    golden_dtype_col = next((i for i in range(golden_col, tensor_col) if head[i] == "DataType"), None)
+    algorithms = [h for h in head[shape_col + 1:reason_col] if h in ALGORITHMS]
+    ops = {op.name: op for op in graph.ops} if graph is not None else {}
+    out: list[CompareRow] = []
+    for cells in rows:
+        if len(cells) < len(head):
+            continue
+        shape_text = cells[shape_col]
+        shape = None
+        if shape_text.startswith("["):
+            inner = shape_text.strip("[]")
+            shape = tuple(int(v) for v in inner.split(",") if v.strip()) if inner else ()
+        tensor = cells[tensor_col]
+        op_name = tensor.split(":")[0] if tensor != NAN_TEXT else cells[my_col]
+        info = ops.get(op_name)
+        row = CompareRow(
+            index=int(cells[index_col]), op_type=cells[type_col] if type_col is not None else NAN_TEXT,
+            my_op=cells[my_col], golden_ops=cells[golden_col].split(","), tensor=tensor,
+            my_dtype=None if my_dtype_col is None or cells[my_dtype_col] == NAN_TEXT else cells[my_dtype_col],
+            golden_dtype=(None if golden_dtype_col is None or cells[golden_dtype_col] == NAN_TEXT
+                          else cells[golden_dtype_col]),
+            shape=shape, metrics={name: _metric(cells[head.index(name)], name) for name in algorithms},
+            fail_reason=cells[reason_col],
+            my_address=_int_or_none(cells[my_addr_col]) if my_addr_col is not None else None,
+            golden_address=_int_or_none(cells[golden_addr_col]) if golden_addr_col is not None else None,
+            pass_names=list(info.pass_names) if info else [], ub_pass_name=info.ub_pass_name if info else None,
+            original_ops=list(info.original_op_names) if info else [])
+        out.append(row)
+    unmatched = [{"op": r.my_op, "side": "my" if "my output" in r.fail_reason else "golden",
+                  "reason": r.fail_reason} for r in out if "There is no" in r.fail_reason]
+    report = CompareReport(out, None, unmatched, algorithms or list(ALGORITHMS), my_addr_col is not None,
+                           golden_addr_col is not None, "msaccucmp")
+    report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
+    return report
