@@ -1,0 +1,115 @@
+"""``fusebisect run -- CMD``: find the fusion rule(s) that make CMD bad, in the fewest executions.
+
+Thin edge over :mod:`fusebisect.runner.session`: parse flags, run the session, print the report (stdout) or the
+run JSON (``--json``), exit 0 when a culprit was found, 1 otherwise, 2 on usage errors, 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from fusebisect.cli import common
+from fusebisect.errors import UsageError
+
+HELP = """Find the fusion rule(s) that make CMD bad, in the fewest runs of CMD.
+
+Each run of CMD gets FUSEBISECT_SWITCH_FILE (its configuration's fusion_switch.cfg; pass it to your framework,
+e.g. torchair's fusion_config.fusion_switch_file), FUSEBISECT_TRIAL_DIR (a fresh dir), FUSEBISECT_DUMP_DIR,
+ASCEND_WORK_PATH and DUMP_GE_GRAPH/DUMP_GRAPH_LEVEL/DUMP_GRAPH_PATH; {switch_file}, {trial_dir} and {dump_dir}
+in CMD's arguments are replaced.
+
+Verdict: CMD's exit status by default (0 good, 125 skip, 1-127 bad); --metric compares a number from the output
+with the all-rules-off reference run (or --expect); --check runs a second command (git bisect run's exit codes;
+outside 0-127 aborts); --dumps compares dumps with the reference run's. Several oracles combine: any skip ->
+skip, else any bad -> bad. Under --metric/--check/--dumps a crash, timeout or missing metric is a skip.
+
+Rerunning the same command in the same --workdir resumes; --fresh starts over.
+
+Example:  fusebisect run --metric 'loss ([0-9.]+)' -- python train.py --steps 50
+"""
+
+
+def _split_csv(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise UsageError("--devices: give device ids, e.g. --devices 0,1,2,3")
+    return items
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run", help=HELP, context_settings={"allow_interspersed_args": False})
+    def run(
+        command: Annotated[Optional[List[str]], typer.Argument(help="CMD and its arguments, after --.",
+                                                                show_default=False)] = None,
+        metric: Annotated[Optional[str], typer.Option(help="Regex with one capture group: the number to compare "
+                                                           "(e.g. 'loss ([0-9.]+)').")] = None,
+        metric_mode: Annotated[str, typer.Option(help="last: the last match; curve: every match, point by "
+                                                      "point over the common prefix.")] = "last",
+        rtol: Annotated[float, typer.Option(help="Relative tolerance of the metric.")] = 1e-2,
+        atol: Annotated[float, typer.Option(help="Absolute tolerance of the metric.")] = 0.0,
+        expect: Annotated[Optional[float], typer.Option(help="Compare the metric with this value instead of "
+                                                             "the reference run.")] = None,
+        check: Annotated[Optional[str], typer.Option(help="Command run after each execution (same env): exit 0 "
+                                                          "good, 125 skip, 1-127 bad, else abort.")] = None,
+        dumps: Annotated[bool, typer.Option("--dumps", help="Compare each run's dumps with the reference run's "
+                                                            "(fused ops mapped through the graphs).")] = False,
+        cosine: Annotated[float, typer.Option(help="--dumps: bad below this cosine similarity.")] = 0.99,
+        max_abs_error: Annotated[Optional[float], typer.Option(help="--dumps: bad above this max absolute "
+                                                                    "error.")] = None,
+        rules: Annotated[Optional[str], typer.Option(help="Candidates: FILE or NAME,NAME,... (default: the rules "
+                                                          "that fired in the baseline run).")] = None,
+        repeat: Annotated[int, typer.Option(help="Executions per configuration.")] = 1,
+        flaky: Annotated[bool, typer.Option("--flaky", help="The job is noisy: repeat where verdicts are "
+                                                            "uncertain, report a confidence.")] = False,
+        jobs: Annotated[int, typer.Option("--jobs", "-j", help="Executions in parallel.")] = 1,
+        devices: Annotated[Optional[str], typer.Option(help="Device ids (comma-separated): one parallel "
+                                                            "execution per device (ASCEND_RT_VISIBLE_DEVICES).")
+                           ] = None,
+        timeout: Annotated[Optional[float], typer.Option(help="Seconds per execution; the whole process group "
+                                                              "is killed and the run is a skip.")] = None,
+        no_graph_dump: Annotated[bool, typer.Option("--no-graph-dump", help="Do not set DUMP_GE_GRAPH & co.")
+                                 ] = False,
+        workdir: Annotated[Path, typer.Option(help="Journal, trials and results.")] = Path("fusebisect-work"),
+        fresh: Annotated[bool, typer.Option("--fresh", help="Start over (the old journal is moved aside).")
+                         ] = False,
+        output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Production fusion_switch.cfg "
+                                                       "(default WORKDIR/fusion_switch.cfg).")] = None,
+        no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the final run with the production "
+                                                                    "switch file.")] = False,
+        max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions.")] = None,
+        seed: Annotated[int, typer.Option(help="Seed of the search's tie-breaks.")] = 0,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
+    ) -> None:
+        from fusebisect.runner.result import render_report
+        from fusebisect.runner.session import Interrupted, Progress, RunOptions, Session
+
+        if not command:
+            raise UsageError("no command to run: put it after --, e.g. fusebisect run --metric 'loss ([0-9.]+)' "
+                             "-- python train.py")
+        dev = _split_csv(devices)
+        if dev is not None and jobs not in (1, len(dev)):
+            raise UsageError(f"--jobs {jobs} and --devices with {len(dev)} ids disagree; give one of them")
+        if max_runs is not None and max_runs < 1:
+            raise UsageError("--max-runs must be >= 1")
+        opts = RunOptions(command=list(command), workdir=workdir, metric=metric, metric_mode=metric_mode,
+                          rtol=rtol, atol=atol, expect=expect, check=check, dumps=dumps, cosine=cosine,
+                          max_abs_error=max_abs_error, rules=rules, repeat=repeat, flaky=flaky, jobs=jobs,
+                          devices=dev, timeout=timeout, graph_dump=not no_graph_dump, fresh=fresh, output=output,
+                          verify=not no_verify, max_runs=max_runs, seed=seed)
+        session = Session(opts, progress=Progress(quiet=common.state.quiet))
+        try:
+            res = session.run()
+        except Interrupted as exc:
+            print(f"fusebisect: {exc}", file=sys.stderr)
+            raise typer.Exit(130)
+        if as_json:
+            common.print_json(res.run_json)
+        else:
+            render_report(common.out(), res)
+        raise typer.Exit(res.exit_code)

@@ -1,0 +1,127 @@
+"""The append-only, crash-safe journal of one bisection: ``WORKDIR/journal.jsonl``.
+
+One JSON object per line; the first is the ``start`` record (command, candidates, options, version), then
+``trial``, ``prior``, ``dumps`` and ``result`` events (format in the project contracts). Every line is written
+with flush + fsync, so a ``kill -9`` loses at most the executions in flight; a torn last line is ignored when
+loading. The search state is a fold over these events, so rerunning the same command resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from fusebisect.errors import FusebisectError
+
+JOURNAL_NAME = "journal.jsonl"
+VERSION = 1
+
+
+class JournalError(FusebisectError):
+    """The journal cannot be read (corrupt in the middle) or does not belong to this command."""
+
+
+def encode_float(value: float | None) -> float | str | None:
+    """A float for JSON: NaN/Inf become the strings 'nan'/'inf'/'-inf' (a NaN loss is a verdict, not nothing)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else str(value)
+
+
+def decode_float(value: Any) -> float | None:
+    """Inverse of :func:`encode_float`. Returns None for None."""
+    if value is None:
+        return None
+    return float(value)
+
+
+class Journal:
+    """Append-only JSON-lines file. ``append`` is thread-safe and durable (flush + fsync per line)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+
+    def exists(self) -> bool:
+        """True when the journal file exists and holds at least one complete record."""
+        return bool(self.load())
+
+    def load(self) -> list[dict]:
+        """Return every complete record in order. A torn (unterminated or unparsable) last line is ignored.
+
+        Raises JournalError when a line other than the last one is not valid JSON."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        lines = data.split(b"\n")
+        records: list[dict] = []
+        last = len(lines) - 1
+        for number, raw in enumerate(lines):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                if number == last:
+                    break  # torn last line (no newline): the write in flight when the process died
+                raise JournalError(f"line {number + 1} is not valid JSON; fix or move the journal aside "
+                                   f"(--fresh)", path=self.path) from None
+            if not isinstance(obj, dict) or "event" not in obj:
+                raise JournalError(f"line {number + 1} is not a journal event", path=self.path)
+            records.append(obj)
+        return records
+
+    def append(self, record: dict) -> None:
+        """Append one record durably. Raises OSError on I/O failure."""
+        line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_torn_tail()
+            with open(self.path, "ab") as handle:
+                handle.write(line.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def _repair_torn_tail(self) -> None:
+        """Terminate a torn last line so the next record starts on a fresh line (the torn text stays, ignored)."""
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0:
+            return
+        with open(self.path, "rb+") as handle:
+            handle.seek(size - 1)
+            if handle.read(1) != b"\n":
+                # drop the torn fragment: it was never a complete record
+                handle.seek(0)
+                data = handle.read()
+                cut = data.rfind(b"\n") + 1
+                handle.truncate(cut)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def move_aside(self) -> Path | None:
+        """Rename the journal to ``journal.<timestamp>.jsonl`` (for ``--fresh``); return the new path or None."""
+        if not self.path.exists():
+            return None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"journal.{stamp}.jsonl")
+        n = 1
+        while target.exists():
+            target = self.path.with_name(f"journal.{stamp}.{n}.jsonl")
+            n += 1
+        os.replace(self.path, target)
+        return target
+
+
+def events(records: Iterable[dict], kind: str) -> list[dict]:
+    """Return the records whose ``event`` is ``kind``, in order."""
+    return [r for r in records if r.get("event") == kind]

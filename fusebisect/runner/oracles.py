@@ -1,0 +1,367 @@
+"""Turn one finished execution into a verdict: GOOD, BAD or INVALID (git bisect's skip).
+
+Oracles:
+
+- exit status (default): exit 0 good, 125 skip, 1-127 bad, anything else (killed by a signal) invalid;
+- ``--metric REGEX`` (one capture group, a number) read from stdout+stderr; ``last`` (the last match) or
+  ``curve`` (every match, compared point by point over the common prefix); good when within ``rtol``/``atol`` of
+  the reference run (the all-candidates-off configuration) or of ``--expect``;
+- ``--check CMD2``: run after each execution with the same environment; exit 0 good, 125 skip, 1-127 bad,
+  anything else aborts the whole run (:class:`RunAborted`);
+- ``--dumps``: compare this run's dumps with the reference run's dumps (fused-vs-unfused mapping through each
+  run's graph/ dir); bad when a tensor crosses ``--cosine`` / ``--max-abs-error``.
+
+Several oracles may be given together: the trial is INVALID if any says invalid, else BAD if any says bad, else
+GOOD. Under any oracle other than the exit status, a crash (nonzero exit), a timeout or a missing metric is
+INVALID, never BAD.
+
+Measuring (at run time: parse logs, run the check) is separate from judging (against the reference), so a run
+that finished before the reference exists can be judged later from its journaled measurements.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from fusebisect.errors import FusebisectError, UsageError
+from fusebisect.runner.trial import ExecResult, ProcessRegistry, TrialPaths, read_text, run_process, substitute
+
+GOOD, BAD, INVALID, UNKNOWN = "good", "bad", "invalid", "unknown"
+PENDING = "pending: judged against the reference run"
+
+
+class RunAborted(FusebisectError):
+    """The ``--check`` command asked to abort the whole run (exit code outside 0-127), like ``git bisect run``."""
+
+
+@dataclass
+class Measurement:
+    """What was observed in one execution (journaled; enough to judge it later)."""
+
+    exit_code: int | None
+    seconds: float
+    timed_out: bool = False
+    metric: float | None = None  # last match of --metric
+    curve: list[float] = field(default_factory=list)  # every match (curve mode)
+    check_exit_code: int | None = None  # --check's exit status
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """``--metric`` and its tolerance."""
+
+    pattern: re.Pattern
+    mode: str = "last"  # 'last' | 'curve'
+    rtol: float = 1e-2
+    atol: float = 0.0
+    expect: float | None = None
+
+
+def compile_metric(regex: str, *, mode: str = "last", rtol: float = 1e-2, atol: float = 0.0,
+                   expect: float | None = None) -> MetricSpec:
+    """Return a MetricSpec. Raises UsageError when the regex does not compile, does not have exactly one
+    capture group, the mode is unknown, or a tolerance is negative."""
+    try:
+        pattern = re.compile(regex, re.MULTILINE)
+    except re.error as exc:
+        raise UsageError(f"--metric: invalid regular expression {regex!r}: {exc}") from exc
+    if pattern.groups != 1:
+        raise UsageError(f"--metric: {regex!r} must have exactly one capture group around the number "
+                         f"(it has {pattern.groups}), e.g. 'loss ([0-9.eE+-]+)'")
+    if mode not in ("last", "curve"):
+        raise UsageError(f"--metric-mode: {mode!r} is not one of last, curve")
+    if rtol < 0 or atol < 0:
+        raise UsageError("--rtol/--atol must be >= 0")
+    return MetricSpec(pattern=pattern, mode=mode, rtol=rtol, atol=atol, expect=expect)
+
+
+def parse_metric(text: str, spec: MetricSpec) -> list[float]:
+    """Return every number captured by ``spec.pattern`` in ``text`` (matches that are not numbers are skipped;
+    'nan'/'inf' are numbers)."""
+    values = []
+    for match in spec.pattern.finditer(text):
+        try:
+            values.append(float(match.group(1)))
+        except (TypeError, ValueError):
+            continue
+    return values
+
+
+def close(value: float, reference: float, rtol: float, atol: float) -> bool:
+    """True when ``value`` is within ``atol + rtol*|reference|`` of ``reference`` (NaN matches only NaN)."""
+    if math.isnan(value) or math.isnan(reference):
+        return math.isnan(value) and math.isnan(reference)
+    if math.isinf(value) or math.isinf(reference):
+        return value == reference
+    return abs(value - reference) <= atol + rtol * abs(reference)
+
+
+def exit_code_verdict(code: int | None) -> tuple[str, str]:
+    """git bisect's rule for an exit status: (outcome, reason). 0 good, 125 skip, 1-127 bad, else 'abort'.
+
+    Returns outcome 'abort' for codes outside 0-127 (including death by a signal)."""
+    if code == 0:
+        return GOOD, ""
+    if code == 125:
+        return INVALID, "exit 125 (skip)"
+    if code is not None and 1 <= code <= 127:
+        return BAD, f"exit {code}"
+    return "abort", f"exit {code}" if code is not None and code >= 0 else f"killed by signal {-(code or 0)}"
+
+
+@dataclass
+class DumpsSpec:
+    """``--dumps`` thresholds."""
+
+    cosine: float = 0.99
+    max_abs_error: float | None = None
+
+
+@dataclass
+class Verdict:
+    outcome: str
+    reason: str = ""
+    dumps: dict[str, Any] | None = None  # compare rows/first divergence (baseline vs reference only)
+
+
+class Judge:
+    """All oracles of one run, combined. Measures an execution, then judges it against the reference."""
+
+    def __init__(self, *, metric: MetricSpec | None = None, check: Sequence[str] | None = None,
+                 dumps: DumpsSpec | None = None) -> None:
+        self.metric = metric
+        self.check = list(check) if check else None
+        self.dumps = dumps
+
+    @property
+    def exit_status_only(self) -> bool:
+        """True when CMD's exit status is the oracle (no other oracle given)."""
+        return self.metric is None and self.check is None and self.dumps is None
+
+    @property
+    def needs_reference(self) -> bool:
+        """True when a verdict compares with the reference run (metric without --expect, or dumps)."""
+        return (self.metric is not None and self.metric.expect is None) or self.dumps is not None
+
+    def measure(self, result: ExecResult, paths: TrialPaths, *, env: dict, cwd=None, timeout=None,
+                registry: ProcessRegistry | None = None) -> Measurement:
+        """Read the metric from the logs and run the check command; return the measurement.
+
+        The check runs only when CMD exited 0 (a crash is INVALID whatever the check says); its output goes to
+        check.log in the trial dir. Raises UsageError if the check cannot be started."""
+        m = Measurement(exit_code=result.exit_code, seconds=result.seconds, timed_out=result.timed_out)
+        if self.metric is not None:
+            text = read_text(paths.stdout_path) + "\n" + read_text(paths.stderr_path)
+            values = parse_metric(text, self.metric)
+            if values:
+                m.metric = values[-1]
+                if self.metric.mode == "curve":
+                    m.curve = values
+        if self.check is not None and result.exit_code == 0 and not result.timed_out:
+            log = paths.trial_dir / "check.log"
+            res = run_process(substitute(self.check, paths), env=env, stdout=log, stderr=log, timeout=timeout,
+                              cwd=cwd, registry=registry)
+            m.check_exit_code = None if res.timed_out else res.exit_code
+            if res.timed_out:
+                m.timed_out = True
+        return m
+
+    def judge(self, m: Measurement, *, reference: Measurement | None, is_reference: bool,
+              paths: TrialPaths | None = None, reference_paths: TrialPaths | None = None) -> Verdict:
+        """Return the verdict of measurement ``m``.
+
+        ``reference`` is the reference run's measurement (None when there is none yet or it was invalid);
+        ``is_reference`` marks the reference run itself, which is good by definition for relative oracles.
+        Returns outcome PENDING-unknown when a reference is needed and not given. Raises RunAborted when the
+        check command exited outside 0-127."""
+        if m.timed_out:
+            return Verdict(INVALID, "timeout")
+        if self.exit_status_only:
+            outcome, reason = exit_code_verdict(m.exit_code)
+            if outcome == "abort":
+                return Verdict(INVALID, reason)
+            return Verdict(outcome, reason)
+        if m.exit_code != 0:
+            what = f"exit {m.exit_code}" if m.exit_code is not None and m.exit_code >= 0 else (
+                f"killed by signal {-(m.exit_code or 0)}")
+            return Verdict(INVALID, f"crash ({what})")
+        verdicts: list[Verdict] = []
+        if self.check is not None:
+            outcome, reason = exit_code_verdict(m.check_exit_code)
+            if outcome == "abort":
+                raise RunAborted(f"--check exited {m.check_exit_code}: outside 0-127, aborting the run "
+                                 f"(like git bisect run); the journal is kept")
+            verdicts.append(Verdict(outcome, f"check {reason}" if reason else ""))
+        if self.metric is not None:
+            verdicts.append(self._judge_metric(m, reference, is_reference))
+        if self.dumps is not None:
+            verdicts.append(self._judge_dumps(paths, reference_paths, is_reference))
+        return combine(verdicts)
+
+    def _judge_metric(self, m: Measurement, reference: Measurement | None, is_reference: bool) -> Verdict:
+        spec = self.metric
+        assert spec is not None
+        if m.metric is None:
+            return Verdict(INVALID, "metric not found in the output")
+        if spec.expect is not None:
+            if close(m.metric, spec.expect, spec.rtol, spec.atol):
+                return Verdict(GOOD)
+            return Verdict(BAD, f"metric {m.metric:g} vs expected {spec.expect:g}")
+        if is_reference:
+            return Verdict(GOOD, "reference")
+        if reference is None:
+            return Verdict(UNKNOWN, PENDING)
+        if reference.metric is None:
+            return Verdict(INVALID, "the reference run has no metric")
+        if spec.mode == "curve":
+            mine, ref = m.curve or [m.metric], reference.curve or [reference.metric]
+            n = min(len(mine), len(ref))
+            for i in range(n):
+                if not close(mine[i], ref[i], spec.rtol, spec.atol):
+                    return Verdict(BAD, f"curve point {i}: {mine[i]:g} vs reference {ref[i]:g}")
+            return Verdict(GOOD)
+        if close(m.metric, reference.metric, spec.rtol, spec.atol):
+            return Verdict(GOOD)
+        return Verdict(BAD, f"metric {m.metric:g} vs reference {reference.metric:g}")
+
+    def _judge_dumps(self, paths: TrialPaths | None, reference_paths: TrialPaths | None,
+                     is_reference: bool) -> Verdict:
+        if is_reference:
+            return Verdict(GOOD, "reference")
+        if reference_paths is None or paths is None:
+            return Verdict(UNKNOWN, PENDING)
+        spec = self.dumps
+        assert spec is not None
+        try:
+            report = compare_trial_dumps(paths, reference_paths, cosine=spec.cosine,
+                                         max_abs_error=spec.max_abs_error)
+        except FusebisectError as exc:
+            return Verdict(INVALID, f"dumps: {exc}")
+        if report is None:
+            return Verdict(INVALID, "no dumps in the trial dir")
+        summary = summarize_dumps(report)
+        first = report.first_divergence
+        if first:
+            return Verdict(BAD, f"dumps diverge at {first.get('op') or first.get('my_op') or first}", summary)
+        return Verdict(GOOD, "", summary)
+
+
+def combine(verdicts: Sequence[Verdict]) -> Verdict:
+    """Combine several oracles' verdicts: invalid > unknown (pending) > bad > good. Never raises."""
+    for outcome in (INVALID, UNKNOWN, BAD):
+        hits = [v for v in verdicts if v.outcome == outcome]
+        if hits:
+            dumps = next((v.dumps for v in verdicts if v.dumps is not None), None)
+            return Verdict(outcome, "; ".join(v.reason for v in hits if v.reason), dumps)
+    dumps = next((v.dumps for v in verdicts if v.dumps is not None), None)
+    return Verdict(GOOD, "; ".join(v.reason for v in verdicts if v.reason and v.reason != "reference"), dumps)
+
+
+def has_dumps(paths: TrialPaths) -> bool:
+    """True when the trial's dump/ dir holds at least one file."""
+    return paths.dump_dir.is_dir() and any(p.is_file() for p in paths.dump_dir.rglob("*"))
+
+
+def trial_graph(paths: TrialPaths):
+    """Return the merged Build graph of a trial (``fusebisect.compare.graph``), or None when it has none.
+    Raises GraphFormatError for an unreadable graph."""
+    from fusebisect.compare.graph import find_build_graphs, load_graph
+
+    if not paths.graph_dir.is_dir() or not find_build_graphs(paths.graph_dir):
+        return None
+    return load_graph(paths.graph_dir)
+
+
+def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
+                        max_abs_error: float | None = None):
+    """Compare a trial's dumps (my side) with the reference trial's (golden side), mapping fused ops through both
+    trials' graphs. Returns the CompareReport, or None when either side has no dumps.
+    Raises DumpFormatError/GraphFormatError for unreadable inputs."""
+    if not has_dumps(paths) or not has_dumps(reference_paths):
+        return None
+    from fusebisect.compare.engine import compare_dumps
+
+    return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=trial_graph(paths),
+                         golden_graph=trial_graph(reference_paths), cosine=cosine, max_abs_error=max_abs_error)
+
+
+def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:
+    """Return the journal's ``dumps`` payload: rows (op, tensor, cosine, max_abs_error) and first_divergence."""
+    rows = []
+    for row in report.rows[:limit]:
+        metrics = row.metrics or {}
+        rows.append({"op": row.my_op, "tensor": row.tensor,
+                     "cosine": _num(metrics.get("CosineSimilarity")),
+                     "max_abs_error": _num(metrics.get("MaxAbsoluteError"))})
+    return {"rows": rows, "first_divergence": _plain(report.first_divergence)}
+
+
+def _num(value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _plain(value):
+    from fusebisect.cli.common import to_jsonable
+
+    return to_jsonable(value)
+
+
+def divergence_pass_names(first_divergence: dict | None, report=None) -> list[str]:
+    """Return the pass names (pass_names + ub_pass_name) of the first divergent op, in order, deduplicated.
+
+    Looks in the first_divergence dict, and when it lacks them, in the report row it points at."""
+    if not first_divergence:
+        return []
+    names: list[str] = []
+    for key in ("pass_names", "pass_name"):
+        value = first_divergence.get(key)
+        if isinstance(value, str):
+            names.append(value)
+        elif value:
+            names.extend(value)
+    ub = first_divergence.get("ub_pass_name")
+    if ub:
+        names.append(ub)
+    if not names and report is not None:
+        op = first_divergence.get("op") or first_divergence.get("my_op")
+        index = first_divergence.get("index")
+        for row in report.rows:
+            if (index is not None and row.index == index) or (op is not None and row.my_op == op):
+                names.extend(row.pass_names or [])
+                if row.ub_pass_name:
+                    names.append(row.ub_pass_name)
+                break
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def parse_check(value: str) -> list[str]:
+    """Split a ``--check`` value into argv (shlex rules, no shell). Raises UsageError when empty or unbalanced."""
+    try:
+        argv = shlex.split(value)
+    except ValueError as exc:
+        raise UsageError(f"--check: cannot split {value!r}: {exc}") from exc
+    if not argv:
+        raise UsageError("--check: empty command")
+    return argv
+
+
+def measurement_from_record(rec: dict) -> Measurement:
+    """Rebuild a Measurement from a journal trial record."""
+    return Measurement(exit_code=rec.get("exit_code"), seconds=float(rec.get("seconds") or 0.0),
+                       timed_out=bool(rec.get("timed_out", False)), metric=rec.get("metric"),
+                       curve=list(rec.get("curve") or []), check_exit_code=rec.get("check_exit_code"))
+
+
+def paths_from_record(rec: dict) -> TrialPaths:
+    """Rebuild a trial's paths from a journal trial record."""
+    sw = rec.get("switch_file")
+    return TrialPaths(trial_dir=Path(rec["trial_dir"]), switch_file=Path(sw) if sw else None)

@@ -1,0 +1,144 @@
+"""The outcome of a run, for machines (the run JSON) and people (the report on stdout).
+
+Run JSON (contract): ``status``, ``culprits`` (rules, confidence, direction, fused_ops), ``executions``,
+``candidates``, ``switch_file``, ``bound``, ``trials`` (config_off, outcome, metric, seconds, role), ``repro``
+(good/bad argv), ``excluded`` (rule, reason); plus ``message``, ``candidate_rules``, ``verify``, ``journal``.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fusebisect.runner.trial import TrialPaths, substitute
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fusebisect.runner.session import Session, SessionResult, TrialRecord
+
+
+def fused_ops_of(graph, rule: str) -> list[str]:
+    """Names of the ops in ``graph`` whose pass_names or ub_pass_name include ``rule`` (graph order)."""
+    if graph is None:
+        return []
+    return [op.name for op in graph.ops if rule in (op.pass_names or []) or op.ub_pass_name == rule]
+
+
+def repro_argv(session: "Session", off: frozenset[str], side: str) -> list[str]:
+    """The exact command reproducing one side of the boundary: ``env FUSEBISECT_SWITCH_FILE=... CMD``."""
+    sw = session.switch_file(off)
+    paths = TrialPaths(trial_dir=session.workdir / "repro" / side, switch_file=sw)
+    return ["env", f"FUSEBISECT_SWITCH_FILE={sw}", *substitute(session.opts.command, paths)]
+
+
+def _metric(value: float | None):
+    if value is None:
+        return None
+    return value if math.isfinite(value) else str(value)
+
+
+def trial_row(rec: "TrialRecord") -> dict[str, Any]:
+    """One entry of the run JSON's ``trials`` list."""
+    return {"index": rec.index, "config_off": sorted(rec.off), "outcome": rec.outcome,
+            "metric": _metric(rec.measurement.metric), "seconds": round(rec.measurement.seconds, 3),
+            "role": rec.role, "key": rec.key, "reason": rec.reason, "exit_code": rec.measurement.exit_code,
+            "trial_dir": str(rec.paths.trial_dir)}
+
+
+def build_run_json(session: "Session", result, switch_path: Path | None, verify: "TrialRecord | None") -> dict:
+    """Return the run JSON of a finished session (``result`` is the engine's SearchResult, or None)."""
+    from fusebisect.runner import oracles
+
+    status = result.status if result is not None else "inconclusive"
+    graph = None
+    base = session.baseline_record()
+    culprits = []
+    if result is not None and result.culprits:
+        if base is not None:
+            try:
+                graph = oracles.trial_graph(base.paths)
+            except Exception as exc:  # the report still stands without fused-op names
+                session.notes.append(f"cannot read the baseline graph: {exc}")
+        for c in result.culprits:
+            ops: list[str] = []
+            for rule in c.rules:
+                ops.extend(o for o in fused_ops_of(graph, rule) if o not in ops)
+            culprits.append({"rules": list(c.rules), "confidence": round(float(c.confidence), 4),
+                             "direction": getattr(c, "direction", "on"), "fused_ops": ops})
+    repro = None
+    if result is not None and result.boundary is not None:
+        good, bad = result.boundary
+        repro = {"good": repro_argv(session, frozenset(good), "good"),
+                 "bad": repro_argv(session, frozenset(bad), "bad")}
+    ignored = sorted({r for rec in session.records for r in rec.ignored})
+    return {
+        "status": status,
+        "message": result.message if result is not None else "the search stopped without a verdict",
+        "culprits": culprits,
+        "executions": session.executed,
+        "engine_executions": result.executions if result is not None else None,
+        "bound": result.bound if result is not None else None,
+        "candidates": len(session.candidates),
+        "candidate_rules": list(session.candidates),
+        "switch_file": str(switch_path) if switch_path else None,
+        "verify": None if verify is None else {"outcome": verify.outcome, "reason": verify.reason,
+                                               "trial_dir": str(verify.paths.trial_dir)},
+        "trials": [trial_row(r) for r in session.records],
+        "repro": repro,
+        "excluded": list(session.excluded),
+        "switch_ignored": ignored,
+        "prior": session.prior,
+        "journal": str(session.journal.path),
+    }
+
+
+def render_report(console, res: "SessionResult") -> None:
+    """Print the human report of a run to ``console`` (stdout): verdict, culprits, runs vs bound, trial table,
+    repro commands, production switch file."""
+    from rich.table import Table
+
+    j = res.run_json
+    colour = "green" if j["status"] == "found" else "yellow"
+    console.print(f"[bold {colour}]{j['status']}[/bold {colour}]: {j['message']}")
+    for c in j["culprits"]:
+        kind = "interaction of " if len(c["rules"]) > 1 else ""
+        when = "" if c["direction"] == "on" else " (bad while turned OFF)"
+        console.print(f"  culprit: {kind}[bold]{' + '.join(c['rules'])}[/bold]{when}  "
+                      f"confidence {c['confidence']:.3f}")
+        if c["fused_ops"]:
+            shown = ", ".join(c["fused_ops"][:8]) + (f" (+{len(c['fused_ops']) - 8} more)"
+                                                     if len(c["fused_ops"]) > 8 else "")
+            console.print(f"    fused ops it touched: {shown}")
+    bound = f" (theoretical bound {j['bound']})" if j.get("bound") is not None else ""
+    console.print(f"executions: {j['executions']}{bound}; candidates: {j['candidates']}")
+    if j["excluded"]:
+        console.print("excluded: " + ", ".join(f"{e['rule']} ({e['reason']})" for e in j["excluded"][:10])
+                      + (f" (+{len(j['excluded']) - 10} more)" if len(j["excluded"]) > 10 else ""))
+    if j.get("switch_ignored"):
+        console.print("[yellow]switch ignored[/yellow] (still fired while off): " + ", ".join(j["switch_ignored"]))
+    table = Table(title="executions", show_lines=False)
+    for col in ("#", "role", "off", "outcome", "metric", "seconds", "reason"):
+        table.add_column(col)
+    for t in j["trials"]:
+        off = t["config_off"]
+        off_text = "-" if not off else (", ".join(off) if len(off) <= 3 else f"{len(off)} rules")
+        metric = "" if t["metric"] is None else (f"{t['metric']:.6g}" if isinstance(t["metric"], float)
+                                                 else str(t["metric"]))
+        table.add_row(str(t["index"]), t["role"], off_text, t["outcome"], metric, f"{t['seconds']:.1f}",
+                      t["reason"] or "")
+    console.print(table)
+    if j["repro"]:
+        console.print("reproduce the boundary:")
+        console.print("  good: " + shlex.join(j["repro"]["good"]), soft_wrap=True)
+        console.print("  bad:  " + shlex.join(j["repro"]["bad"]), soft_wrap=True)
+    if j["switch_file"]:
+        console.print(f"production switch file (culprits off only): {j['switch_file']}", soft_wrap=True)
+        v = j.get("verify")
+        if v is not None:
+            good = v["outcome"] == "good"
+            console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
+                          f"[/{'green' if good else 'red'}]" + (f" ({v['reason']})" if v["reason"] else ""))
+    for note in res.notes:
+        console.print(f"note: {note}")
+    console.print(f"journal: {j['journal']}", soft_wrap=True)

@@ -1,0 +1,723 @@
+"""Drive one bisection: run trials, judge them, journal them, and feed the pure search engine.
+
+The loop reads like the algorithm (Go's bisect): run the baseline to learn which rules fired (the candidates),
+run the all-candidates-off reference, derive a prior from the dumps when both runs have them, then ask the engine
+what to run next until it is done; finally write the production ``fusion_switch.cfg`` (culprits off only) and
+verify it with one more run. Every execution is journaled the moment it ends, and the engine's state is a fold
+over the journal, so rerunning the same command resumes without repeating any judged configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from fusebisect.errors import FusebisectError, UsageError
+from fusebisect.runner import oracles
+from fusebisect.runner.journal import JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float
+from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
+from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths
+
+VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "dumps", "cosine",
+                   "max_abs_error", "rules", "repeat", "flaky", "graph_dump", "seed", "confidence")
+
+
+class Interrupted(FusebisectError):
+    """The user pressed Ctrl-C: children were killed, the journal is kept; rerun the command to resume."""
+
+
+@dataclass
+class RunOptions:
+    """Everything ``fusebisect run`` was asked to do. Defaults match the CLI's."""
+
+    command: list[str]  # CMD argv (after --); placeholders substituted per trial
+    workdir: Path = Path("fusebisect-work")  # journal, trials/, switch/, result.json, fusion_switch.cfg
+    metric: str | None = None  # --metric REGEX (one capture group)
+    metric_mode: str = "last"  # last | curve
+    rtol: float = 1e-2  # relative tolerance of the metric vs the reference (or --expect)
+    atol: float = 0.0  # absolute tolerance
+    expect: float | None = None  # compare the metric with this value instead of the reference run
+    check: str | None = None  # --check CMD2 (shlex-split)
+    dumps: bool = False  # --dumps oracle
+    cosine: float = 0.99  # --dumps: bad below this cosine similarity
+    max_abs_error: float | None = None  # --dumps: bad above this max absolute error
+    rules: str | None = None  # --rules FILE|NAME,...: the candidates (else the rules that fired)
+    repeat: int = 1  # --repeat N: executions per configuration (engine decides)
+    flaky: bool = False  # --flaky: the job is noisy, use the noise-aware mode from the start
+    jobs: int = 1  # parallel executions
+    devices: list[str] | None = None  # device ids, one slot per parallel execution
+    timeout: float | None = None  # seconds per execution (and per check)
+    graph_dump: bool = True  # set DUMP_GE_GRAPH/DUMP_GRAPH_LEVEL/DUMP_GRAPH_PATH
+    fresh: bool = False  # move the old journal aside and start over
+    output: Path | None = None  # production switch file (default WORKDIR/fusion_switch.cfg)
+    verify: bool = True  # run the production switch file once more at the end
+    max_runs: int | None = None  # budget of executions for the engine
+    confidence: float = 0.95  # minimum posterior to name a culprit
+    seed: int = 0  # engine's seed (deterministic tie-breaks)
+
+    def verdict_options(self) -> dict[str, Any]:
+        """The options that change verdicts or the search (recorded in the journal's start record)."""
+        return {k: getattr(self, k) for k in VERDICT_OPTIONS}
+
+    @property
+    def workers(self) -> int:
+        return len(self.devices) if self.devices else max(1, self.jobs)
+
+
+@dataclass
+class TrialRecord:
+    """One journaled execution (the journal's ``trial`` event) plus its judged outcome."""
+
+    index: int
+    key: str
+    off: frozenset[str]
+    role: str
+    outcome: str
+    reason: str
+    measurement: Measurement
+    paths: TrialPaths
+    ignored: list[str] = field(default_factory=list)
+    device: str | None = None
+
+    def to_event(self) -> dict:
+        m = self.measurement
+        return {"event": "trial", "index": self.index, "key": self.key, "off": sorted(self.off),
+                "outcome": self.outcome, "metric": encode_float(m.metric),
+                "curve": [encode_float(v) for v in m.curve], "exit_code": m.exit_code,
+                "seconds": round(m.seconds, 3), "timed_out": m.timed_out, "check_exit_code": m.check_exit_code,
+                "trial_dir": str(self.paths.trial_dir),
+                "switch_file": str(self.paths.switch_file) if self.paths.switch_file else None,
+                "reason": self.reason, "ignored": list(self.ignored), "role": self.role, "device": self.device}
+
+    @classmethod
+    def from_event(cls, ev: dict) -> "TrialRecord":
+        m = oracles.measurement_from_record(ev)
+        m.metric = decode_float(ev.get("metric"))
+        m.curve = [decode_float(v) for v in ev.get("curve") or []]
+        return cls(index=int(ev.get("index") or 0), key=ev.get("key", ""), off=frozenset(ev.get("off") or []),
+                   role=ev.get("role", "search"), outcome=ev.get("outcome", INVALID), reason=ev.get("reason") or "",
+                   measurement=m, paths=oracles.paths_from_record(ev), ignored=list(ev.get("ignored") or []),
+                   device=ev.get("device"))
+
+    @property
+    def pending(self) -> bool:
+        return self.outcome == UNKNOWN and self.reason == PENDING
+
+
+def config_key(off: frozenset[str]) -> str:
+    """A short stable key of a configuration (sha256 of its sorted OFF names)."""
+    return hashlib.sha256("\n".join(sorted(off)).encode("utf-8")).hexdigest()[:12]
+
+
+def load_rules_spec(spec: str) -> list[str]:
+    """Return the candidate rule names of ``--rules FILE|NAME,...``, validated, in order, each once.
+
+    A FILE is a switch file (the rules it names) or a text file with names separated by newlines/commas ('#'
+    comments). Raises UsageError for an invalid name, an empty list, or an unreadable file."""
+    from fusebisect.rules.switchfile import parse_switch_text, validate_rule_name
+
+    path = Path(spec)
+    names: list[str] = []
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
+        if text.lstrip().startswith("{"):
+            names = parse_switch_text(text, path=path).mentioned()
+        else:
+            for line in text.splitlines():
+                line = line.split("#", 1)[0]
+                names.extend(p.strip() for p in line.replace(",", " ").split())
+    else:
+        names = [p.strip() for p in spec.split(",") if p.strip()]
+    if not names:
+        raise UsageError(f"--rules: no rule names in {spec!r}")
+    for name in names:
+        try:
+            validate_rule_name(name)
+        except UsageError as exc:
+            raise UsageError(f"--rules: {exc}") from None
+    return list(dict.fromkeys(names))
+
+
+class Progress:
+    """Progress lines on stderr: runs done, candidates left, rough runs remaining, current config, verdicts.
+
+    Quiet mode prints nothing. Lines are plain text when stderr is not a terminal (rich decides)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            from fusebisect.cli.common import err
+
+            err().print(message)
+
+    def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None) -> None:
+        what = "nothing off" if not off else (f"{len(off)} off: " + _short(off))
+        dev = f" on device {device}" if device is not None else ""
+        self.log(f"[dim]run {rec_index} ({role}{dev}): {what}[/dim]")
+
+    def finished(self, rec: TrialRecord, progress: dict | None, executed: int) -> None:
+        colour = {"good": "green", "bad": "red", "invalid": "yellow"}.get(rec.outcome, "blue")
+        why = f" ({rec.reason})" if rec.reason else ""
+        metric = f" metric={rec.measurement.metric:g}" if rec.measurement.metric is not None else ""
+        tail = ""
+        if progress:
+            left = progress.get("candidates_left")
+            est = progress.get("runs_remaining_estimate")
+            parts = []
+            if left is not None:
+                parts.append(f"{left} candidates left")
+            if est is not None:
+                parts.append(f"roughly {est} runs left")
+            if parts:
+                tail = " — " + ", ".join(parts)
+        self.log(f"run {rec.index} [{colour}]{rec.outcome.upper()}[/{colour}]{why}{metric} "
+                 f"in {rec.measurement.seconds:.1f}s; {executed} runs done{tail}")
+
+
+def _short(names, limit: int = 4) -> str:
+    names = sorted(names)
+    text = ", ".join(names[:limit])
+    return text + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+@dataclass
+class SessionResult:
+    """What ``run`` returns: the run JSON (contract), the trial records and the human-report extras."""
+
+    run_json: dict
+    records: list[TrialRecord]
+    exit_code: int
+    journal: Path
+    verify: TrialRecord | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Session:
+    """One ``fusebisect run``: owns the journal, the trials, the judge and the engine.
+
+    ``engine_cls`` (default :class:`fusebisect.search.Search`) and ``on_trial`` (called after every journaled
+    trial; tests use it to simulate a crash) are hooks for tests.
+    """
+
+    def __init__(self, opts: RunOptions, *, engine_cls=None, catalog=None, env: dict | None = None,
+                 cwd: str | None = None, progress: Progress | None = None,
+                 on_trial: Callable[[TrialRecord], None] | None = None) -> None:
+        if not opts.command:
+            raise UsageError("no command to run: put it after --, e.g. fusebisect run -- python train.py")
+        self.opts = opts
+        self.workdir = Path(opts.workdir).absolute()
+        self.journal = Journal(self.workdir / JOURNAL_NAME)
+        self.env = dict(os.environ if env is None else env)
+        self.cwd = cwd
+        self.progress = progress or Progress()
+        self.on_trial = on_trial
+        self._engine_cls = engine_cls
+        self._catalog = catalog
+        self.judge = Judge(
+            metric=oracles.compile_metric(opts.metric, mode=opts.metric_mode, rtol=opts.rtol, atol=opts.atol,
+                                          expect=opts.expect) if opts.metric is not None else None,
+            check=oracles.parse_check(opts.check) if opts.check is not None else None,
+            dumps=oracles.DumpsSpec(cosine=opts.cosine, max_abs_error=opts.max_abs_error) if opts.dumps else None)
+        if opts.repeat < 1:
+            raise UsageError("--repeat must be >= 1")
+        if opts.jobs < 1:
+            raise UsageError("--jobs must be >= 1")
+        if opts.timeout is not None and opts.timeout <= 0:
+            raise UsageError("--timeout must be > 0 seconds")
+        workers = opts.workers
+        # one ASCEND_RT_VISIBLE_DEVICES slot per parallel execution (unset when running one at a time)
+        self.slots: list[str | None] = list(opts.devices) if opts.devices else (
+            [str(i) for i in range(workers)] if workers > 1 else [None])
+        self.registry = ProcessRegistry()
+        self.records: list[TrialRecord] = []
+        self.candidates: list[str] = []
+        self.excluded: list[dict] = []
+        self.kinds: dict[str, str] = {}  # rule -> kind seen in the baseline (for names the catalog lacks)
+        self.prior: list[str] | None = None
+        self.dumps_event: dict | None = None
+        self._next_index = 1
+        self._lock = threading.Lock()
+        self.notes: list[str] = []
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def catalog(self):
+        if self._catalog is None:
+            from fusebisect.rules.catalog import default_catalog
+
+            self._catalog = default_catalog()
+        return self._catalog
+
+    def _engine_class(self):
+        if self._engine_cls is None:
+            from fusebisect.search import Search
+
+            self._engine_cls = Search
+        return self._engine_cls
+
+    @staticmethod
+    def _outcome(value: str):
+        try:
+            from fusebisect.search import Outcome
+        except ImportError:  # engine not importable: tests with a fake engine take strings
+            return value
+        return Outcome(value)
+
+    def switch_config(self, off: frozenset[str], direction_on: frozenset[str] = frozenset()):
+        """The SwitchConfig turning ``off`` off (and ``direction_on`` explicitly on), each in its section."""
+        from fusebisect.rules.catalog import KINDS
+        from fusebisect.rules.switchfile import SwitchConfig
+
+        cfg = SwitchConfig()
+        for names, value in ((off, "off"), (direction_on, "on")):
+            for name in sorted(names):
+                rule = self.catalog.get(name)
+                kind = rule.kind if rule is not None and rule.kind in KINDS else self.kinds.get(name)
+                for k in ((kind,) if kind in KINDS else KINDS):
+                    cfg.section(k)[rule.name if rule is not None and kind in KINDS else name] = value
+        return cfg
+
+    def switch_file(self, off: frozenset[str]) -> Path:
+        """Write (idempotently) and return the content-hashed switch file of a configuration."""
+        from fusebisect.rules.switchfile import write_hashed_switch_file
+
+        return write_hashed_switch_file(self.workdir / "switch", self.switch_config(off)).absolute()
+
+    def _new_paths(self, off: frozenset[str]) -> tuple[int, TrialPaths]:
+        with self._lock:
+            trials = self.workdir / "trials"
+            existing = 0
+            if trials.is_dir():
+                for child in trials.iterdir():
+                    head = child.name.split("-", 1)[0]
+                    if head.isdigit():
+                        existing = max(existing, int(head))
+            index = max(self._next_index, existing + 1)
+            self._next_index = index + 1
+            trial_dir = trials / f"{index:04d}-{config_key(off)}"
+        return index, TrialPaths(trial_dir=trial_dir, switch_file=self.switch_file(off))
+
+    @property
+    def all_off(self) -> frozenset[str]:
+        return frozenset(self.candidates)
+
+    def reference_record(self) -> TrialRecord | None:
+        """The first valid (GOOD) run of the all-candidates-off configuration, or None."""
+        for rec in self.records:
+            if rec.off == self.all_off and rec.role != "verify" and rec.outcome == GOOD:
+                return rec
+        return None
+
+    def baseline_record(self) -> TrialRecord | None:
+        """The first run of the default configuration (nothing off), or None."""
+        for rec in self.records:
+            if not rec.off and rec.role != "verify":
+                return rec
+        return None
+
+    # ------------------------------------------------------------------ one trial
+
+    def execute(self, off: frozenset[str], role: str, device: str | None = None) -> tuple[int, TrialPaths,
+                                                                                            ExecResult,
+                                                                                            Measurement | None]:
+        """Run CMD for configuration ``off`` and measure it (thread-safe; no journaling, no judging)."""
+        index, paths = self._new_paths(off)
+        self.progress.started(index, off, role, device)
+        execution = Execution(command=list(self.opts.command), paths=paths, base_env=self.env,
+                              graph_dump=self.opts.graph_dump, device=device, timeout=self.opts.timeout,
+                              cwd=self.cwd)
+        result = execution.run(self.registry)
+        if result.interrupted:
+            return index, paths, result, None
+        m = self.judge.measure(result, paths, env=execution.env, cwd=self.cwd, timeout=self.opts.timeout,
+                               registry=self.registry)
+        if self.registry.stopping:
+            return index, paths, ExecResult(exit_code=None, seconds=result.seconds, interrupted=True), None
+        return index, paths, result, m
+
+    def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
+        """Rules this configuration turned off that still fired in the run (switch ignored), sorted."""
+        if not off:
+            return []
+        from fusebisect.compare.graph import find_build_graphs
+        from fusebisect.rules.fired import fired_rules
+
+        if not any(paths.trial_dir.rglob("fusion_result*.json")) and not find_build_graphs(paths.trial_dir):
+            return []  # nothing to check: the job wrote no statistics and no Build graph
+        try:
+            fired = fired_rules(paths.trial_dir)
+        except FusebisectError as exc:
+            self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {paths.trial_dir}: {exc}")
+            return []
+        return sorted(r for r in off if r in fired and getattr(fired[r], "effect_times", 1) > 0)
+
+    def judge_record(self, rec: TrialRecord) -> None:
+        """(Re)judge a record against the current reference; updates outcome and reason in place.
+
+        Raises RunAborted when the check command asked to abort."""
+        is_ref = rec.off == self.all_off
+        ref = None if is_ref else self.reference_record()
+        verdict = self.judge.judge(rec.measurement, reference=ref.measurement if ref else None, is_reference=is_ref,
+                                   paths=rec.paths, reference_paths=ref.paths if ref else None)
+        outcome, reason = verdict.outcome, verdict.reason
+        if rec.ignored:
+            outcome, reason = INVALID, "switch ignored: " + ", ".join(rec.ignored)
+        rec.outcome, rec.reason = outcome, reason
+
+    def finish_trial(self, index: int, off: frozenset[str], role: str, paths: TrialPaths, m: Measurement,
+                     device: str | None) -> TrialRecord:
+        """Judge a measured execution, journal it, and return the record. Raises RunAborted (check abort)."""
+        rec = TrialRecord(index=index, key=config_key(off), off=off, role=role, outcome=UNKNOWN, reason="",
+                          measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device)
+        self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
+        self.journal.append(rec.to_event())
+        self.records.append(rec)
+        if rec.off == self.all_off and rec.outcome == GOOD:
+            for other in self.records:
+                if other.pending:
+                    self.judge_record(other)
+        self.progress.finished(rec, self._engine_progress(), self.executed)
+        if self.on_trial is not None:
+            self.on_trial(rec)
+        return rec
+
+    @property
+    def executed(self) -> int:
+        return len(self.records)
+
+    def run_one(self, off: frozenset[str], role: str) -> TrialRecord:
+        """Run, judge and journal one configuration in this thread. Raises Interrupted, RunAborted."""
+        device = self.slots[0]
+        index, paths, result, m = self.execute(off, role, device)
+        if m is None:
+            raise Interrupted("interrupted")
+        return self.finish_trial(index, off, role, paths, m, device)
+
+    def _engine_progress(self) -> dict | None:
+        engine = getattr(self, "engine", None)
+        if engine is None:
+            return None
+        try:
+            return engine.progress()
+        except Exception:  # progress is cosmetic
+            return None
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> SessionResult:
+        """Run (or resume) the bisection and return its result. Raises UsageError (bad options, journal of another
+        command), RunAborted (--check asked to abort), Interrupted (Ctrl-C; children killed, journal kept)."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        if self.opts.fresh:
+            moved = self.journal.move_aside()
+            if moved is not None:
+                self.progress.log(f"previous journal moved to {moved}")
+        try:
+            return self._run()
+        except KeyboardInterrupt:
+            self.registry.kill_all()
+            raise Interrupted(self._resume_hint()) from None
+
+    def _resume_hint(self) -> str:
+        return (f"interrupted after {self.executed} runs; the journal is kept in {self.journal.path}. "
+                f"Rerun the same command to resume (add --fresh to start over).")
+
+    def _load(self) -> dict | None:
+        records = self.journal.load()
+        if not records:
+            return None
+        start = records[0]
+        if start.get("event") != "start":
+            raise JournalError("the first record is not a start record; use --fresh", path=self.journal.path)
+        if start.get("version") != VERSION:
+            raise UsageError(f"{self.journal.path}: journal version {start.get('version')} is not {VERSION}; "
+                             f"rerun with --fresh")
+        if start.get("command") != list(self.opts.command) or start.get("options") != _jsonable(
+                self.opts.verdict_options()):
+            diff = _describe_difference(start, self.opts)
+            raise UsageError(f"{self.journal.path} belongs to a different command or options ({diff}); rerun "
+                             f"with --fresh to start over (the old journal is kept), or use another --workdir")
+        self.candidates = list(start.get("candidates") or [])
+        self.excluded = list(start.get("excluded") or [])
+        self.kinds = dict(start.get("kinds") or {})
+        for ev in records[1:]:
+            kind = ev.get("event")
+            if kind == "trial":
+                rec = TrialRecord.from_event(ev)
+                self.records.append(rec)
+                self._next_index = max(self._next_index, rec.index + 1)
+            elif kind == "prior":
+                self.prior = list(ev.get("rules") or [])
+            elif kind == "dumps":
+                self.dumps_event = ev
+        for rec in self.records:
+            if rec.pending:
+                self.judge_record(rec)
+        return start
+
+    def _write_start(self) -> None:
+        self.journal.append({"event": "start", "command": list(self.opts.command), "candidates": self.candidates,
+                             "options": _jsonable(self.opts.verdict_options()), "version": VERSION,
+                             "excluded": self.excluded, "kinds": self.kinds, "workdir": str(self.workdir)})
+
+    def _discover(self) -> TrialRecord | None:
+        """Settle the candidates: --rules, else the rules that fired in a baseline run, else the catalog's
+        disableable rules. Returns the baseline record when one was run."""
+        catalog = self.catalog
+        baseline = None
+        if self.opts.rules:
+            names = load_rules_spec(self.opts.rules)
+            source = "--rules"
+        else:
+            self.progress.log("running the baseline (default configuration) to see which rules fire")
+            index, paths, result, m = self.execute(frozenset(), "baseline", self.slots[0])
+            if m is None:
+                raise Interrupted("interrupted")
+            baseline = (index, paths, m)
+            from fusebisect.rules.fired import fired_rules
+
+            try:
+                fired = fired_rules(paths.trial_dir)
+            except FusebisectError as exc:
+                self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired: {exc}")
+                fired = {}
+            names = sorted(fired)
+            for name, stat in fired.items():
+                kind = getattr(stat, "kind", None)
+                if kind:
+                    self.kinds[name] = kind
+            source = "the rules that fired in the baseline"
+            if not names:
+                names = sorted(catalog.disableable())
+                source = "the catalog's disableable rules (no fusion_result.json or graph dump in the baseline)"
+        candidates = []
+        for name in names:
+            rule = catalog.get(name)
+            if rule is not None and not rule.can_disable:
+                self.excluded.append({"rule": name, "reason": "cannot be disabled (forbidden-close pass)"})
+            elif rule is not None and rule.spelling_of:
+                self.excluded.append({"rule": name, "reason": f"a spelling of {rule.spelling_of}; use that name"})
+            else:
+                candidates.append(name)
+        if not candidates:
+            raise UsageError(f"no candidate rules ({source}: {len(names)} found, all excluded)")
+        self.candidates = candidates
+        self.progress.log(f"{len(candidates)} candidate rules from {source}"
+                          + (f"; {len(self.excluded)} excluded (cannot be disabled)" if self.excluded else ""))
+        self._write_start()
+        if baseline is not None:
+            index, paths, m = baseline
+            return self.finish_trial(index, frozenset(), "baseline", paths, m, self.slots[0])
+        return None
+
+    def _make_engine(self):
+        cls = self._engine_class()
+        kw = dict(flaky=self.opts.flaky, repeat=self.opts.repeat, workers=self.opts.workers,
+                  confidence=self.opts.confidence, max_executions=self.opts.max_runs, seed=self.opts.seed)
+        events: list[tuple[str, object]] = []
+        for ev in self._fold_events():
+            events.append(ev)
+        if events:
+            return cls.replay(self.candidates, events, **kw)
+        return cls(self.candidates, **kw)
+
+    def _fold_events(self):
+        """The engine's view of the journal: observations (not verify runs, not pending ones) and priors, in
+        journal order."""
+        records = self.journal.load()[1:]
+        by_index = {rec.index: rec for rec in self.records}
+        for ev in records:
+            if ev.get("event") == "trial":
+                rec = by_index.get(int(ev.get("index") or 0))
+                if rec is None or rec.role == "verify" or rec.pending:
+                    continue
+                yield ("observe", (rec.off, self._outcome(rec.outcome)))
+            elif ev.get("event") == "prior":
+                yield ("prior", list(ev.get("rules") or []))
+
+    def _run(self) -> SessionResult:
+        start = self._load()
+        if start is None:
+            self._discover()
+        else:
+            done = sum(1 for r in self.records)
+            self.progress.log(f"resuming from {self.journal.path}: {done} runs already judged, "
+                              f"{len(self.candidates)} candidates")
+        # A relative oracle needs the reference before a discovery baseline can be judged.
+        if any(r.pending for r in self.records) and self.reference_record() is None:
+            ref_done = any(r.off == self.all_off for r in self.records)
+            if not ref_done:
+                self.run_one(self.all_off, "reference")
+            for rec in self.records:
+                if rec.pending:
+                    self.judge_record(rec)
+                    if rec.pending:
+                        rec.outcome, rec.reason = INVALID, "no valid reference run to compare with"
+        self.engine = self._make_engine()
+        self._maybe_prior()
+        self._drive()
+        return self._finish()
+
+    def _maybe_prior(self) -> None:
+        """Once baseline and reference both ran with dumps: compare them, journal the rows, and give the first
+        divergent op's pass names to the engine as a prior (once per journal)."""
+        if self.prior is not None or self.dumps_event is not None:
+            return
+        base, ref = self.baseline_record(), self.reference_record()
+        if base is None or ref is None:
+            return
+        if not (oracles.has_dumps(base.paths) and oracles.has_dumps(ref.paths)):
+            return
+        try:
+            report = oracles.compare_trial_dumps(base.paths, ref.paths, cosine=self.opts.cosine,
+                                                 max_abs_error=self.opts.max_abs_error)
+        except ImportError as exc:  # compare engine unavailable
+            self.notes.append(f"no dump prior: {exc}")
+            return
+        except FusebisectError as exc:
+            self.progress.log(f"[yellow]warning:[/yellow] cannot compare the baseline and reference dumps: {exc}")
+            self.dumps_event = {"event": "dumps", "rows": [], "first_divergence": None, "error": str(exc)}
+            self.journal.append(self.dumps_event)
+            return
+        if report is None:
+            return
+        summary = oracles.summarize_dumps(report)
+        self.dumps_event = {"event": "dumps", **summary}
+        self.journal.append(self.dumps_event)
+        names = oracles.divergence_pass_names(report.first_divergence, report)
+        rules = [n for n in names if n in set(self.candidates)]
+        if rules:
+            self.prior = rules
+            self.journal.append({"event": "prior", "rules": rules})
+            self.engine.set_prior(rules)
+            op = (report.first_divergence or {}).get("op") or (report.first_divergence or {}).get("my_op")
+            self.progress.log(f"dumps: first divergence at {op}; testing {', '.join(rules)} first")
+
+    def _role(self, off: frozenset[str]) -> str:
+        seen = any(r.off == off and r.role != "verify" for r in self.records)
+        if seen:
+            return "repeat"
+        if not off:
+            return "baseline"
+        if off == self.all_off:
+            return "reference"
+        phase = str((self._engine_progress() or {}).get("phase", ""))
+        return "confirm" if "confirm" in phase else "search"
+
+    def _drive(self) -> None:
+        """Ask the engine for configurations, run them (in parallel when asked), feed back the outcomes."""
+        engine = self.engine
+        workers = self.opts.workers
+        free = list(self.slots)
+        inflight: dict[Future, tuple[frozenset[str], str, str | None]] = {}
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial")
+        try:
+            while True:
+                if not engine.done and len(inflight) < workers and not self.registry.stopping:
+                    running = {v[0] for v in inflight.values()}
+                    for off in engine.propose():
+                        off = frozenset(off)
+                        if off in running or not free:
+                            continue
+                        role = self._role(off)
+                        device = free.pop(0)
+                        fut = pool.submit(self.execute, off, role, device)
+                        inflight[fut] = (off, role, device)
+                        running.add(off)
+                if not inflight:
+                    if not engine.done:
+                        self.notes.append("the search engine proposed nothing more before finishing")
+                    break
+                done, _ = wait(list(inflight), timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    off, role, device = inflight.pop(fut)
+                    free.append(device)
+                    index, paths, result, m = fut.result()
+                    if m is None:
+                        continue
+                    rec = self.finish_trial(index, off, role, paths, m, device)
+                    engine.observe(off, self._outcome(rec.outcome))
+                    self._maybe_prior()
+        except BaseException:
+            self.registry.kill_all()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ the end
+
+    def _finish(self) -> SessionResult:
+        from fusebisect.runner.result import build_run_json
+
+        result = self.engine.result
+        verify = None
+        switch_path = None
+        if result is not None and result.status == "found" and result.culprits:
+            switch_path, verify = self._production(result)
+        run_json = build_run_json(self, result, switch_path, verify)
+        from fusebisect.fsutil import atomic_write_text
+
+        atomic_write_text(self.workdir / "result.json", json.dumps(run_json, indent=2, ensure_ascii=False) + "\n")
+        self.journal.append({"event": "result", **run_json})
+        code = 0 if run_json["status"] == "found" else 1
+        return SessionResult(run_json=run_json, records=list(self.records), exit_code=code,
+                             journal=self.journal.path, verify=verify, notes=self.notes)
+
+    def production_config(self, result):
+        """The production switch config: 'on'-direction culprits off, 'off'-direction culprits explicitly on."""
+        off = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "on" for r in c.rules)
+        on = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "off" for r in c.rules)
+        return off, self.switch_config(off, on)
+
+    def _production(self, result) -> tuple[Path, TrialRecord | None]:
+        """Write the production switch file to --output (keeping a .bak of a foreign file) and verify it."""
+        from fusebisect.rules.switchfile import render_switch, write_switch_file
+
+        off, cfg = self.production_config(result)
+        target = Path(self.opts.output) if self.opts.output else self.workdir / "fusion_switch.cfg"
+        target = target.absolute()
+        if target.exists() and not target.is_dir():
+            try:
+                same = target.read_text(encoding="utf-8") == render_switch(cfg)
+            except (OSError, UnicodeDecodeError):
+                same = False
+            if not same:
+                write_switch_file(target, cfg, force=True)  # keeps <target>.bak
+                self.notes.append(f"the previous {target.name} was kept as {target.name}.bak")
+        else:
+            write_switch_file(target, cfg)
+        verify = None
+        if self.opts.verify and not any(getattr(c, "direction", "on") == "off" for c in result.culprits):
+            verify = next((r for r in self.records if r.role == "verify" and r.off == off), None)
+            if verify is None:
+                self.progress.log("verifying the production switch file with one more run")
+                verify = self.run_one(off, "verify")
+            if verify.outcome != GOOD:
+                self.notes.append(f"the verification run with the production switch file was "
+                                  f"{verify.outcome.upper()}" + (f" ({verify.reason})" if verify.reason else ""))
+        return target, verify
+
+
+def _jsonable(obj):
+    return json.loads(json.dumps(obj, default=str))
+
+
+def _describe_difference(start: dict, opts: RunOptions) -> str:
+    if start.get("command") != list(opts.command):
+        return f"command was {' '.join(start.get('command') or [])!r}"
+    old = start.get("options") or {}
+    new = _jsonable(opts.verdict_options())
+    keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    return ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys) or "options differ"

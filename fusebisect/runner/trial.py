@@ -1,0 +1,253 @@
+"""Execute the user's command once for one configuration: environment, placeholders, logs, timeout.
+
+The trial contract (other tools and users rely on it exactly). Each execution of CMD gets:
+
+- ``FUSEBISECT_SWITCH_FILE``: absolute path of that configuration's switch file (content hash in the name);
+- ``FUSEBISECT_TRIAL_DIR``: a fresh, empty directory for this execution; ``FUSEBISECT_DUMP_DIR`` = its ``dump/``;
+- ``ASCEND_WORK_PATH`` = the trial dir (where CANN writes ``fusion_result.json``);
+- ``DUMP_GE_GRAPH=2``, ``DUMP_GRAPH_LEVEL=3``, ``DUMP_GRAPH_PATH`` = its ``graph/`` (unless graph dumps are off);
+- ``ASCEND_RT_VISIBLE_DEVICES`` = its device slot when ``--devices`` is given;
+- the placeholders ``{switch_file}``, ``{trial_dir}``, ``{dump_dir}`` substituted in CMD's arguments;
+- the working directory and environment otherwise unchanged; stdout/stderr saved as ``stdout.log``/``stderr.log``
+  in the trial dir.
+
+CMD is an argv list, never a shell string. It starts in a new session (its own process group); on timeout or
+interruption the whole group is killed, so no grandchild survives.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from fusebisect.errors import UsageError
+
+PLACEHOLDERS = ("{switch_file}", "{trial_dir}", "{dump_dir}")
+KILL_GRACE_SECONDS = 2.0  # SIGTERM first, SIGKILL after this
+
+
+@dataclass(frozen=True)
+class TrialPaths:
+    """Where one execution lives on disk."""
+
+    trial_dir: Path  # fresh, empty directory of this execution
+    switch_file: Path | None  # the configuration's switch file (absolute)
+
+    @property
+    def dump_dir(self) -> Path:
+        return self.trial_dir / "dump"
+
+    @property
+    def graph_dir(self) -> Path:
+        return self.trial_dir / "graph"
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.trial_dir / "stdout.log"
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.trial_dir / "stderr.log"
+
+
+@dataclass
+class ExecResult:
+    """What happened to one process run."""
+
+    exit_code: int | None  # None when killed by us (timeout/interrupt); negative = killed by that signal
+    seconds: float
+    timed_out: bool = False
+    interrupted: bool = False
+
+
+class ProcessRegistry:
+    """The process groups currently running, so an interrupt can kill them all (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._procs: dict[int, subprocess.Popen] = {}
+        self.stopping = False  # set when the user interrupted: no new process starts
+
+    def add(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs[proc.pid] = proc
+
+    def remove(self, proc: subprocess.Popen) -> None:
+        with self._lock:
+            self._procs.pop(proc.pid, None)
+
+    def kill_all(self) -> None:
+        """Stop accepting work and kill every running process group (SIGKILL)."""
+        with self._lock:
+            self.stopping = True
+            procs = list(self._procs.values())
+        for proc in procs:
+            kill_group(proc, grace=0.0)
+
+
+def kill_group(proc: subprocess.Popen, *, grace: float = KILL_GRACE_SECONDS) -> None:
+    """Kill ``proc``'s whole process group: SIGTERM, then SIGKILL after ``grace`` seconds. Returns nothing;
+    never raises for processes that are already gone."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except (ProcessLookupError, PermissionError):
+        pgid = proc.pid  # leader already reaped: its group id is its pid
+    if grace > 0:
+        _signal_group(pgid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+    _signal_group(pgid, signal.SIGKILL)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
+        pass
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def substitute(argv: Sequence[str], paths: TrialPaths) -> list[str]:
+    """Return ``argv`` with ``{switch_file}``, ``{trial_dir}``, ``{dump_dir}`` replaced by this trial's paths.
+
+    Other braces are left alone (no ``str.format``), so ``{`` in a user's argument is safe. Never raises.
+    """
+    mapping = {
+        "{switch_file}": str(paths.switch_file) if paths.switch_file else "",
+        "{trial_dir}": str(paths.trial_dir),
+        "{dump_dir}": str(paths.dump_dir),
+    }
+    out = []
+    for arg in argv:
+        for key, value in mapping.items():
+            arg = arg.replace(key, value)
+        out.append(arg)
+    return out
+
+
+def trial_env(base: Mapping[str, str], paths: TrialPaths, *, graph_dump: bool = True,
+              device: str | None = None) -> dict[str, str]:
+    """Return the environment of one execution: ``base`` plus the trial contract's variables."""
+    env = dict(base)
+    if paths.switch_file is not None:
+        env["FUSEBISECT_SWITCH_FILE"] = str(paths.switch_file)
+    env["FUSEBISECT_TRIAL_DIR"] = str(paths.trial_dir)
+    env["FUSEBISECT_DUMP_DIR"] = str(paths.dump_dir)
+    env["ASCEND_WORK_PATH"] = str(paths.trial_dir)
+    if graph_dump:
+        env["DUMP_GE_GRAPH"] = "2"
+        env["DUMP_GRAPH_LEVEL"] = "3"
+        env["DUMP_GRAPH_PATH"] = str(paths.graph_dir)
+    if device is not None:
+        env["ASCEND_RT_VISIBLE_DEVICES"] = device
+    return env
+
+
+def prepare_dir(paths: TrialPaths, *, graph_dump: bool = True) -> None:
+    """Create the trial dir (must not exist yet: every execution gets a fresh one) and its dump/ (and graph/).
+
+    Raises FileExistsError if the trial dir already exists."""
+    paths.trial_dir.parent.mkdir(parents=True, exist_ok=True)
+    paths.trial_dir.mkdir()
+    paths.dump_dir.mkdir()
+    if graph_dump:
+        paths.graph_dir.mkdir()
+
+
+def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
+                timeout: float | None = None, cwd: str | os.PathLike | None = None,
+                registry: ProcessRegistry | None = None) -> ExecResult:
+    """Run ``argv`` (no shell) in a new session with output appended to the two files; return its result.
+
+    On timeout the whole process group is killed and ``timed_out`` is set; when the registry is stopping
+    (interrupt) ``interrupted`` is set. Leftover processes of the group are killed after the leader exits.
+    Raises UsageError when the program cannot be started (not found / not executable).
+    """
+    if registry is not None and registry.stopping:
+        return ExecResult(exit_code=None, seconds=0.0, interrupted=True)
+    start = time.monotonic()
+    with open(stdout, "ab") as out, open(stderr, "ab") as err:
+        try:
+            proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            raise UsageError(f"cannot run command {argv[0]!r}: {exc.strerror or exc}") from exc
+    if registry is not None:
+        registry.add(proc)
+        if registry.stopping:  # interrupted between the check above and the registration
+            kill_group(proc, grace=0.0)
+    timed_out = False
+    try:
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(proc)
+            code = None
+        else:
+            _signal_group(proc.pid, signal.SIGKILL)  # no orphans: leftovers of the group go too
+    finally:
+        if registry is not None:
+            registry.remove(proc)
+    seconds = time.monotonic() - start
+    interrupted = registry is not None and registry.stopping
+    if interrupted:
+        code = None
+    return ExecResult(exit_code=code, seconds=seconds, timed_out=timed_out, interrupted=interrupted)
+
+
+@dataclass
+class Execution:
+    """One execution of CMD for one configuration, ready to run."""
+
+    command: list[str]  # CMD argv, placeholders not yet substituted
+    paths: TrialPaths
+    base_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    graph_dump: bool = True
+    device: str | None = None
+    timeout: float | None = None
+    cwd: str | None = None
+
+    @property
+    def env(self) -> dict[str, str]:
+        return trial_env(self.base_env, self.paths, graph_dump=self.graph_dump, device=self.device)
+
+    @property
+    def argv(self) -> list[str]:
+        return substitute(self.command, self.paths)
+
+    def run(self, registry: ProcessRegistry | None = None) -> ExecResult:
+        """Create the fresh trial dir and run CMD; return its result (see :func:`run_process`).
+
+        Raises FileExistsError if the trial dir exists, UsageError if CMD cannot be started."""
+        prepare_dir(self.paths, graph_dump=self.graph_dump)
+        return run_process(self.argv, env=self.env, stdout=self.paths.stdout_path,
+                           stderr=self.paths.stderr_path, timeout=self.timeout, cwd=self.cwd, registry=registry)
+
+
+def read_text(path: Path, limit: int = 64 * 1024 * 1024) -> str:
+    """Return the text of a log file (UTF-8, undecodable bytes replaced; at most ``limit`` bytes from the end).
+    Returns '' when the file does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            return handle.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+__all__ = ["PLACEHOLDERS", "TrialPaths", "ExecResult", "ProcessRegistry", "Execution", "kill_group",
+           "substitute", "trial_env", "prepare_dir", "run_process", "read_text"]

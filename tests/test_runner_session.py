@@ -1,0 +1,355 @@
+"""Runner session tests against a tiny target script and a small stand-in search engine.
+
+The stand-in engine (gates, then bisection for one culprit, then a confirmation) keeps these tests independent of
+the real engine's choices; the real engine is exercised by tests/test_run_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fusebisect.errors import UsageError
+from fusebisect.runner.journal import Journal
+from fusebisect.runner.oracles import RunAborted
+from fusebisect.runner.session import Progress, RunOptions, Session
+
+RULES = ["ABatchnormFusionPass", "AArgMaxV2FusionPass", "AAMatMulNzToNdFusionPass", "AddRmsNormFusionPass",
+         "AConcatV2MeanMulGatherV2FusionPass"]
+FORBIDDEN = "AddNFusionPass"  # catalog: cannot be disabled
+
+TARGET = textwrap.dedent(r'''
+    """Stand-in training job: reads the switch file, 'fires' its rules, prints a loss, logs its invocation."""
+    import json, os, sys
+    rules = os.environ["T_RULES"].split(",")
+    faulty = set(filter(None, os.environ.get("T_FAULTY", "").split(",")))
+    ignore = set(filter(None, os.environ.get("T_IGNORE", "").split(",")))
+    crash_when_off = os.environ.get("T_CRASH_OFF", "")
+    sw = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"]
+    off = {n for sec in sw.values() for n, v in sec.items() if v == "off"}
+    on = [r for r in rules if r not in off or r in ignore]
+    work = os.environ["ASCEND_WORK_PATH"]
+    res = {"session_and_graph_id_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on}}}
+    if os.environ.get("T_NO_STATS") != "1":
+        json.dump(res, open(os.path.join(work, "fusion_result.json"), "w"))
+    with open(os.environ["T_LOG"], "a") as log:
+        log.write(json.dumps({"off": sorted(off), "argv": sys.argv[1:]}) + "\n")
+    if crash_when_off and crash_when_off in off:
+        print("compile error", file=sys.stderr)
+        sys.exit(3)
+    bad = bool(faulty & set(on))
+    kill_at = os.environ.get("T_KILL_PARENT_AT")
+    if kill_at:
+        n = sum(1 for _ in open(os.environ["T_LOG"]))
+        if n == int(kill_at) and not os.path.exists(os.environ["T_LOG"] + ".killed"):
+            open(os.environ["T_LOG"] + ".killed", "w").close()
+            import signal
+            os.kill(os.getppid(), signal.SIGKILL)
+    print("step 1 loss 0.5000")
+    print("step 2 loss %s" % ("0.9000" if bad else "0.4000"))
+    sys.exit(1 if (bad and os.environ.get("T_EXIT_BAD") == "1") else 0)
+''')
+
+
+@dataclass
+class Culprit:
+    rules: tuple
+    confidence: float
+    direction: str = "on"
+
+
+@dataclass
+class SearchResult:
+    status: str
+    culprits: list
+    executions: int
+    bound: int
+    message: str
+    boundary: tuple | None
+
+
+class FakeSearch:
+    """Gates, then halving for a single culprit, then a confirmation run with the culprit alone off."""
+
+    def __init__(self, candidates, *, prior=(), flaky=False, repeat=1, workers=1, confidence=0.95,
+                 max_executions=None, seed=0):
+        self.candidates = list(candidates)
+        self.workers = workers
+        self.observed: dict[frozenset, str] = {}
+        self.order: list[frozenset] = []
+        self.prior = list(prior)
+        self.done = False
+        self.result = None
+        self.pending: set[frozenset] = set()
+        self.lo = list(self.candidates)
+
+    @classmethod
+    def replay(cls, candidates, events, **kw):
+        s = cls(candidates, **kw)
+        for kind, payload in events:
+            if kind == "observe":
+                s.observe(*payload)
+            elif kind == "prior":
+                s.set_prior(payload)
+        return s
+
+    def set_prior(self, rules):
+        self.prior = list(rules)
+
+    def progress(self):
+        return {"phase": "search", "candidates_left": len(self.lo), "runs_remaining_estimate": len(self.lo).bit_length(),
+                "executions": len(self.order)}
+
+    def _want(self):
+        all_off = frozenset(self.candidates)
+        for gate in (all_off, frozenset()):
+            if gate not in self.observed:
+                return [gate]
+        if self.observed[frozenset()] != "bad":
+            self._finish("not_reproduced")
+            return []
+        if self.observed[all_off] != "good":
+            self._finish("not_fusion")
+            return []
+        if len(self.lo) > 1:
+            half = frozenset(self.lo[: len(self.lo) // 2])
+            return [half]
+        confirm = frozenset(self.lo)
+        if confirm not in self.observed:
+            return [confirm]
+        if self.observed[confirm] == "good":
+            self._finish("found")
+        else:
+            self._finish("inconclusive")
+        return []
+
+    def _finish(self, status):
+        self.done = True
+        culprits = [Culprit(rules=(self.lo[0],), confidence=1.0)] if status == "found" else []
+        boundary = (frozenset(self.lo), frozenset()) if status == "found" else None
+        self.result = SearchResult(status=status, culprits=culprits, executions=len(self.order), bound=5,
+                                   message=f"fake {status}", boundary=boundary)
+
+    def propose(self):
+        if self.done:
+            return []
+        want = [w for w in self._want() if w not in self.pending]
+        self.pending.update(want)
+        return want
+
+    def observe(self, off, outcome):
+        off = frozenset(off)
+        outcome = getattr(outcome, "value", outcome)
+        self.pending.discard(off)
+        self.order.append(off)
+        if off in self.observed and outcome != self.observed[off]:
+            return
+        self.observed[off] = outcome
+        all_off = frozenset(self.candidates)
+        if off and off != all_off and len(self.lo) > 1 and off == frozenset(self.lo[: len(self.lo) // 2]):
+            if outcome == "good":  # turning the first half off fixed it: culprit there
+                self.lo = self.lo[: len(self.lo) // 2]
+            elif outcome == "bad":
+                self.lo = self.lo[len(self.lo) // 2:]
+
+
+@dataclass
+class Target:
+    script: Path
+    log: Path
+    env: dict
+
+    def calls(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def command(self, *extra: str) -> list[str]:
+        return [sys.executable, str(self.script), *extra]
+
+
+@pytest.fixture
+def target(tmp_path) -> Target:
+    script = tmp_path / "job.py"
+    script.write_text(TARGET)
+    log = tmp_path / "calls.jsonl"
+    env = dict(os.environ, T_RULES=",".join(RULES), T_LOG=str(log))
+    return Target(script=script, log=log, env=env)
+
+
+def session(target: Target, tmp_path: Path, engine=FakeSearch, **kw) -> Session:
+    opts = RunOptions(command=kw.pop("command", target.command()), workdir=kw.pop("workdir", tmp_path / "w"), **kw)
+    return Session(opts, engine_cls=engine, env=target.env, progress=Progress(quiet=True))
+
+
+def test_metric_oracle_finds_the_culprit_and_writes_the_production_cfg(target, tmp_path):
+    target.env["T_FAULTY"] = RULES[3]
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+    j = res.run_json
+    assert j["status"] == "found", j
+    assert j["culprits"][0]["rules"] == [RULES[3]]
+    assert j["candidates"] == len(RULES)  # discovered from the baseline's fusion_result.json
+    cfg = json.loads(Path(j["switch_file"]).read_text())
+    assert cfg == {"Switch": {"UBFusion": {RULES[3]: "off"}}}  # in its catalog section, nothing else
+    assert j["verify"]["outcome"] == "good"
+    roles = [t["role"] for t in j["trials"]]
+    assert roles[0] == "baseline" and roles[1] == "reference" and roles[-1] == "verify"
+    # executions: one per configuration, never repeated (the baseline is reused, not rerun)
+    offs = [tuple(c["off"]) for c in target.calls()]
+    assert len(offs[:-1]) == len(set(offs[:-1]))
+    assert j["executions"] == len(target.calls())
+    assert (tmp_path / "w" / "result.json").is_file()
+    assert res.exit_code == 0
+
+
+def test_not_reproduced_when_baseline_matches_reference(target, tmp_path):
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+    assert res.run_json["status"] == "not_reproduced"
+    assert res.exit_code == 1
+    assert res.run_json["switch_file"] is None
+
+
+def test_exit_status_oracle_and_rules_flag(target, tmp_path):
+    target.env.update(T_FAULTY=RULES[0], T_EXIT_BAD="1")
+    res = session(target, tmp_path, rules=",".join(RULES[:4] + [FORBIDDEN])).run()
+    j = res.run_json
+    assert j["status"] == "found" and j["culprits"][0]["rules"] == [RULES[0]]
+    assert j["excluded"] == [{"rule": FORBIDDEN, "reason": "cannot be disabled (forbidden-close pass)"}]
+    assert j["candidate_rules"] == RULES[:4]
+    # with --rules no discovery run: the engine's first proposal (the reference) runs first
+    assert j["trials"][0]["role"] == "reference"
+
+
+def test_rules_file(target, tmp_path):
+    f = tmp_path / "rules.txt"
+    f.write_text(f"# candidates\n{RULES[0]}, {RULES[1]}\n{RULES[2]}\n")
+    target.env.update(T_FAULTY=RULES[2], T_EXIT_BAD="1")
+    res = session(target, tmp_path, rules=str(f)).run()
+    assert res.run_json["candidate_rules"] == RULES[:3]
+    assert res.run_json["culprits"][0]["rules"] == [RULES[2]]
+
+
+def test_invalid_rule_name_is_a_usage_error(target, tmp_path):
+    with pytest.raises(UsageError, match="invalid rule name"):
+        session(target, tmp_path, rules="Good,bad name").run()
+
+
+def test_switch_ignored_makes_the_trial_invalid(target, tmp_path):
+    target.env.update(T_FAULTY=RULES[3], T_IGNORE=RULES[1])
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+    trials = res.run_json["trials"]
+    with_ignored_off = [t for t in trials if RULES[1] in t["config_off"]]
+    assert with_ignored_off, "the search never turned the ignoring rule off"
+    for t in with_ignored_off:
+        assert t["outcome"] == "invalid"
+        assert t["reason"] == f"switch ignored: {RULES[1]}"
+    assert res.run_json["switch_ignored"] == [RULES[1]]
+    journal = [json.loads(x) for x in (tmp_path / "w" / "journal.jsonl").read_text().splitlines()]
+    assert any(e.get("ignored") == [RULES[1]] for e in journal if e["event"] == "trial")
+
+
+def test_crash_under_metric_oracle_is_invalid_never_bad(target, tmp_path):
+    target.env.update(T_FAULTY=RULES[3], T_CRASH_OFF=RULES[0])
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+    crashed = [t for t in res.run_json["trials"] if RULES[0] in t["config_off"]]
+    assert crashed and all(t["outcome"] == "invalid" and t["reason"] == "crash (exit 3)" for t in crashed)
+
+
+def test_resume_after_a_crash_runs_no_configuration_twice(target, tmp_path):
+    target.env["T_FAULTY"] = RULES[4]
+    ref = session(target, tmp_path, metric=r"loss ([0-9.]+)", workdir=tmp_path / "ref").run().run_json
+    target.log.unlink()
+
+    class Boom(Exception):
+        pass
+
+    count = {"n": 0}
+
+    def crash_after_three(rec):
+        count["n"] += 1
+        if count["n"] == 3:
+            raise Boom()
+
+    s = session(target, tmp_path, metric=r"loss ([0-9.]+)")
+    s.on_trial = crash_after_three
+    with pytest.raises(Boom):
+        s.run()
+    assert len(target.calls()) == 3
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json
+    offs = [tuple(c["off"]) for c in target.calls()]
+    assert len(offs) == len(set(offs)) + 1  # only the verification repeats a configuration
+    assert res["culprits"] == ref["culprits"] and res["status"] == "found"
+    assert len(offs) == ref["executions"]
+    # a third run of a finished session executes nothing new
+    before = len(target.calls())
+    again = session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json
+    assert len(target.calls()) == before and again["culprits"] == ref["culprits"]
+
+
+def test_journal_of_another_command_needs_fresh(target, tmp_path):
+    target.env["T_FAULTY"] = RULES[1]
+    session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+    with pytest.raises(UsageError, match="--fresh"):
+        session(target, tmp_path, metric=r"loss ([0-9.]+)", rtol=0.5).run()
+    with pytest.raises(UsageError, match="--fresh"):
+        session(target, tmp_path, metric=r"loss ([0-9.]+)", command=target.command("--other")).run()
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", rtol=0.5, fresh=True).run()
+    assert res.run_json["status"] == "found"
+    old = list((tmp_path / "w").glob("journal.*.jsonl"))
+    assert len(old) == 1 and Journal(old[0]).load()[0]["event"] == "start"
+
+
+def test_check_oracle_exit_codes(target, tmp_path):
+    check = tmp_path / "check.py"
+    check.write_text(textwrap.dedent('''
+        import os, re, sys
+        text = open(os.path.join(os.environ["FUSEBISECT_TRIAL_DIR"], "stdout.log")).read()
+        loss = float(re.findall(r"loss ([0-9.]+)", text)[-1])
+        sys.exit(int(os.environ.get("T_CHECK_BAD_CODE", "1")) if loss > 0.6 else 0)
+    '''))
+    target.env.update(T_FAULTY=RULES[2])
+    res = session(target, tmp_path, check=f"{sys.executable} {check}").run()
+    assert res.run_json["culprits"][0]["rules"] == [RULES[2]]
+    target.env["T_CHECK_BAD_CODE"] = "125"  # skip: the baseline can't be judged
+    res = session(target, tmp_path, check=f"{sys.executable} {check}", workdir=tmp_path / "w125").run()
+    assert res.run_json["trials"][0]["outcome"] == "invalid"
+    assert res.run_json["status"] != "found"
+    target.env["T_CHECK_BAD_CODE"] = "128"  # outside 0-127: abort the whole run, journal kept
+    s = session(target, tmp_path, check=f"{sys.executable} {check}", workdir=tmp_path / "w128")
+    with pytest.raises(RunAborted, match="--check exited 128"):
+        s.run()
+    assert Journal(tmp_path / "w128" / "journal.jsonl").load()[0]["event"] == "start"
+
+
+def test_parallel_jobs_use_device_slots(target, tmp_path):
+    target.env["T_FAULTY"] = RULES[0]
+    script = tmp_path / "dev.py"
+    script.write_text(textwrap.dedent(f'''
+        import os, runpy, sys
+        with open({str(tmp_path / "devs.txt")!r}, "a") as f:
+            f.write(os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "-") + "\\n")
+        sys.argv = [{str(target.script)!r}]
+        runpy.run_path({str(target.script)!r}, run_name="__main__")
+    '''))
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", devices=["4", "5"],
+                  command=[sys.executable, str(script)]).run()
+    assert res.run_json["status"] == "found"
+    devs = (tmp_path / "devs.txt").read_text().split()
+    assert set(devs) <= {"4", "5"} and len(devs) == res.run_json["executions"]
+
+
+def test_production_cfg_keeps_a_foreign_file(target, tmp_path):
+    target.env.update(T_FAULTY=RULES[1])
+    out = tmp_path / "fusion_switch.cfg"
+    out.write_text("user content\n")
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run()
+    assert res.run_json["switch_file"] == str(out)
+    assert (tmp_path / "fusion_switch.cfg.bak").read_text() == "user content\n"
+    assert RULES[1] in out.read_text()
