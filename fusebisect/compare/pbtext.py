@@ -87,6 +87,31 @@ _COMMENT_OR_STR = re.compile(rb"(" + _STR + rb")|#[^\n]*")
 # `attr { key: "..." value { ... } }` in one match: the common layout, skipped or parsed without a token loop
 _MAP_ENTRY = re.compile(rb"[{<]" + _SEPWS + rb"key" + _WS + rb":" + _WS + rb"(" + _STR + rb")" + _SEPWS
                         + rb"value" + _WS + rb":?" + _WS + rb"(" + _BLOCK_SRC + rb")" + _SEPWS + rb"[}>]").match
+_VALUE_TOKEN = rb"[-+]?[A-Za-z0-9_.][A-Za-z0-9_.+-]*"
+_SCALAR_VALUE = rb"(?:" + _STR + rb")(?:" + _WS + rb"(?:" + _STR + rb"))*|" + _VALUE_TOKEN
+
+
+def _skip_run(interesting: list[bytes], keys: frozenset) -> re.Pattern:
+    """A regex skipping, in one match, a run of fields not named in ``interesting`` and of ``attr`` map entries
+    (printer layout, plain key) whose key is not in ``keys``. It stops before anything else."""
+    names = b"|".join(interesting)
+    key_alt = b"|".join(re.escape(k.encode()) for k in sorted(keys))
+    other_field = (rb"(?!(?:" + names + rb")\b)[A-Za-z_][A-Za-z0-9_]*" + _WS
+                   + rb"(?::" + _WS + rb"(?:" + _BLOCK_SRC + rb"|" + _SCALAR_VALUE + rb")|" + _BLOCK_SRC + rb")")
+    other_attr = (rb"attr" + _WS + rb":?" + _WS + rb"[{<]" + _SEPWS + rb"key" + _WS + rb":" + _WS
+                  + rb"\"(?!(?:" + key_alt + rb")\")[^\"\\\n]*\"" + _SEPWS + rb"value" + _WS + rb":?" + _WS
+                  + _BLOCK_SRC + _SEPWS + rb"[}>]")
+    return re.compile(rb"(?:" + _SEPWS + rb"(?:" + other_attr + rb"|" + other_field + rb"))*")
+
+
+_SIMPLE_ATTR = re.compile(rb"[{<]" + _SEPWS + rb"([sib])" + _WS + rb":" + _WS + rb"(" + _STR + rb"|" + _VALUE_TOKEN
+                          + rb")" + _SEPWS + rb"[}>]").match
+_LIST_ATTR = re.compile(rb"[{<]" + _SEPWS + rb"list" + _WS + rb":?" + _WS + rb"[{<]((?:" + _SEPWS
+                        + rb"(?:[sib]|val_type)" + _WS + rb":" + _WS + rb"(?:" + _STR + rb"|" + _VALUE_TOKEN
+                        + rb"))*)" + _SEPWS + rb"[}>]" + _SEPWS + rb"[}>]").match
+_LIST_ITEM = re.compile(rb"([sib]|val_type)" + _WS + rb":" + _WS + rb"(" + _STR + rb"|" + _VALUE_TOKEN + rb")")
+_SKIP_OP = _skip_run([b"name", b"type", b"id", b"input", b"attr", b"output_desc"], OP_ATTR_KEYS).match
+_SKIP_DESC = _skip_run([b"attr"], DESC_ATTR_KEYS).match
 _ESCAPE = re.compile(rb"\\(?:([0-7]{1,3})|[xX]([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))",
                      re.S)
 _SIMPLE_ESCAPES = {b"n": b"\n", b"t": b"\t", b"r": b"\r", b"a": b"\a", b"b": b"\b", b"f": b"\f", b"v": b"\v",
@@ -384,7 +409,9 @@ class _Parser:
         data = self.data
         pos += 1
         field_ = _FIELD
+        skip = _SKIP_OP
         while True:
+            pos = skip(data, pos).end()
             m = field_(data, pos)
             if m is None:
                 e = self.end(pos)
@@ -424,7 +451,9 @@ class _Parser:
         attrs: dict[str, dict] = {}
         outputs.append(attrs)
         pos += 1
+        data = self.data
         while True:
+            pos = _SKIP_DESC(data, pos).end()
             f = self.field(pos)
             if f is None:
                 e = self.end(pos)
@@ -452,7 +481,7 @@ class _Parser:
                 except ValueError as exc:
                     raise self.error(pos, str(exc)) from None
             if key in keys:
-                attrs[key] = self._attr_def(m.start(2))[0]
+                attrs[key] = self._attr_value(m.start(2), m.end(2))
             return m.end()
         # any other layout: value before key, missing parts, separators, odd spacing
         key = ""
@@ -480,6 +509,43 @@ class _Parser:
         if key in keys:
             attrs[key] = self._attr_def(value_at)[0] if value_at is not None else {}
         return e
+
+    def _attr_value(self, start: int, end: int) -> dict:
+        """Parse the AttrDef block spanning [start, end): one-regex fast paths for the printer's layouts of a
+        single s/i/b value and of a flat list, the general parser otherwise."""
+        data = self.data
+        m = _SIMPLE_ATTR(data, start)
+        if m is not None and m.end() == end:
+            kind, tok = m.group(1), m.group(2)
+            pos = m.start(2)
+            if kind == b"s":
+                return {"s": self.as_str(*self._literal(tok, pos), pos)}
+            if kind == b"i":
+                return {"i": self.as_int("t", tok, pos)}
+            return {"b": self.as_bool("t", tok, pos)}
+        m = _LIST_ATTR(data, start)
+        if m is not None and m.end() == end:
+            lst: dict = {}
+            base = m.start(1)
+            for item in _LIST_ITEM.finditer(m.group(1)):
+                kind, tok = item.group(1), item.group(2)
+                pos = base + item.start(2)
+                if kind == b"s":
+                    lst.setdefault("s", []).append(self.as_str(*self._literal(tok, pos), pos))
+                elif kind == b"i":
+                    lst.setdefault("i", []).append(self.as_int("t", tok, pos))
+                elif kind == b"b":
+                    lst.setdefault("b", []).append(self.as_bool("t", tok, pos))
+            return {"list": lst}
+        return self._attr_def(start)[0]
+
+    def _literal(self, tok: bytes, pos: int) -> tuple[str, bytes]:
+        if tok[:1] not in (b'"', b"'"):
+            return "t", tok
+        try:
+            return "s", unescape(tok)
+        except ValueError as exc:
+            raise self.error(pos, str(exc)) from None
 
     def _attr_def(self, pos: int) -> tuple[dict, int]:
         """Parse an ``AttrDef`` block at ``pos`` keeping s/i/b/list (the oneof: last one set wins)."""
