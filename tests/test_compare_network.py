@@ -1,0 +1,221 @@
+"""Whole-network fidelity: fusebisect compare --csv and the real msaccucmp.py compare agree row for row.
+
+The same small tensors are written as nano dumps (the format msaccucmp parses without CANN) for four cases:
+one-to-one with -f vs golden .npy, fused vs unfused with -f/-cf, NPU vs NPU without graphs, and an NC1HWC0
+(5HD) output converted to the golden NCHW layout with its channel padding removed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.compare.dumpfile import TensorSpec, write_dump
+from fusebisect.compare.engine import compare_dumps
+from fusebisect.compare.formats import from_original
+from fusebisect.compare.metrics import ALGORITHMS
+
+TS = {"input": 1700000000000001, "conv1": 1700000000000002, "bn1": 1700000000000003, "relu1": 1700000000000004}
+TYPES = {"input": "Data", "conv1": "Conv2D", "bn1": "BatchNorm", "relu1": "Relu"}
+PRODUCER = {"conv1": "input", "bn1": "conv1", "relu1": "bn1"}
+SHAPES = {"input": (1, 3, 4, 4), "conv1": (1, 2, 4, 4), "bn1": (1, 2, 4, 4), "relu1": (1, 2, 4, 4)}
+
+
+def _spec(array, address, five_hd=False):
+    if five_hd:
+        return TensorSpec(from_original(array, "NC1HWC0"), format=3, original_shape=array.shape, address=address)
+    return TensorSpec(array, format=0, original_shape=array.shape, address=address)
+
+
+def _desc(shape, origin=None, index=0):
+    attr = [{"key": "origin_format", "value": {"s": "NCHW"}},
+            {"key": "origin_shape", "value": {"list": {"val_type": 2, "i": list(shape)}}}]
+    if origin:
+        attr += [{"key": "_datadump_origin_name", "value": {"s": origin}},
+                 {"key": "_datadump_origin_output_index", "value": {"i": index}}]
+    return {"dtype": "DT_FLOAT", "shape": {"dim": list(shape)}, "layout": "NCHW", "attr": attr}
+
+
+def _op(name, typ, i, inputs, originals, shape, origin, passes=()):
+    attr = []
+    if originals:
+        attr.append({"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": originals}}})
+    if passes:
+        attr.append({"key": "pass_name", "value": {"list": {"val_type": 1, "s": list(passes)}}})
+    return {"name": name, "type": typ, "id": i, "input": inputs, "attr": attr, "output_desc": [_desc(shape, origin)]}
+
+
+@pytest.fixture(scope="module")
+def network(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("net")
+    rng = np.random.default_rng(7)
+    gold = {k: rng.standard_normal(v).astype(np.float32) for k, v in SHAPES.items()}
+    gold["relu1"] = np.maximum(gold["bn1"], 0)
+    my = {k: v + rng.standard_normal(v.shape).astype(np.float32) * np.float32(1e-3) for k, v in gold.items()}
+    my["bn1"] = my["bn1"] + np.float32(0.5) * (rng.random(my["bn1"].shape) > 0.7)   # a real divergence
+
+    def nano(directory: Path, data, ops, five_hd_op=None):
+        directory.mkdir()
+        for i, name in enumerate(ops):
+            ins = [] if name == "input" else [_spec(data[PRODUCER[name]], 0x10000)]
+            outs = [_spec(data[name], 0x11000, five_hd=name == five_hd_op)]
+            write_dump(directory / f"{TYPES[name]}.{name}.{i}.0.{TS[name]}", op_name=name, inputs=ins,
+                       outputs=outs, encoding="nano")
+
+    (root / "golden_npy").mkdir()
+    for k, v in gold.items():
+        np.save(root / "golden_npy" / f"{k}.0.{TS[k]}.npy", v)
+    order = ["input", "conv1", "bn1", "relu1"]
+    nano(root / "my_unfused", my, order)
+    nano(root / "my_5hd", my, order, five_hd_op="conv1")
+    nano(root / "golden_nano", gold, order)
+    fused = root / "my_fused"
+    fused.mkdir()
+    write_dump(fused / f"Data.input.0.0.{TS['input']}", op_name="input", inputs=[],
+               outputs=[_spec(my["input"], 0x11000)], encoding="nano")
+    write_dump(fused / f"Conv2D.conv1_fused.1.0.{TS['bn1']}", op_name="conv1_fused",
+               inputs=[_spec(my["input"], 0x10000)], outputs=[_spec(my["bn1"], 0x11000)], encoding="nano")
+    write_dump(fused / f"Relu.relu1.2.0.{TS['relu1']}", op_name="relu1", inputs=[_spec(my["bn1"], 0x10000)],
+               outputs=[_spec(my["relu1"], 0x11000)], encoding="nano")
+    unfused = {"graph": [{"name": "g", "op": [
+        _op("input", "Data", 0, [], None, SHAPES["input"], None),
+        _op("conv1", "Conv2D", 1, ["input:0"], ["conv1"], SHAPES["conv1"], "conv1"),
+        _op("bn1", "BatchNorm", 2, ["conv1:0", "input:-1"], ["bn1"], SHAPES["bn1"], "bn1"),
+        _op("relu1", "Relu", 3, ["bn1:0"], ["relu1"], SHAPES["relu1"], "relu1")]}]}
+    fused_graph = {"graph": [{"name": "g", "op": [
+        _op("input", "Data", 0, [], None, SHAPES["input"], None),
+        _op("conv1_fused", "Conv2D", 1, ["input:0"], ["conv1", "bn1"], SHAPES["bn1"], "bn1",
+            passes=["ConvBatchnormFusionPass"]),
+        _op("relu1", "Relu", 2, ["conv1_fused:0"], ["relu1"], SHAPES["relu1"], "relu1")]}]}
+    (root / "unfused.json").write_text(json.dumps(unfused))
+    (root / "fused.json").write_text(json.dumps(fused_graph))
+    return root
+
+
+CASES = {
+    "one_to_one_vs_npy": ("my_unfused", "golden_npy", "unfused.json", None),
+    "fused_vs_npy": ("my_fused", "golden_npy", "fused.json", None),
+    "fused_vs_unfused": ("my_fused", "golden_nano", "fused.json", "unfused.json"),
+    "npu_vs_npu": ("my_unfused", "golden_nano", None, None),
+    "nc1hwc0_vs_npy": ("my_5hd", "golden_npy", "unfused.json", None),
+}
+
+
+def _read(path: Path) -> list[list[str]]:
+    with open(path, newline="") as handle:
+        return list(csv.reader(handle))
+
+
+def _same_cell(a: str, b: str, column: str) -> bool:
+    if column in ALGORITHMS and column != "StandardDeviation":
+        try:
+            fa, fb = float(a), float(b)
+        except ValueError:
+            return a == b
+        if math.isnan(fa) or math.isnan(fb):
+            return math.isnan(fa) and math.isnan(fb)
+        return abs(fa - fb) <= 1e-6
+    return a == b
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(CASES))
+def test_csv_agrees_with_real_msaccucmp(msaccucmp, network, tmp_path, case):
+    my, golden, graph, close = CASES[case]
+    args = ["compare", "-m", str(network / my), "-g", str(network / golden), "-out", str(tmp_path / "ref")]
+    ours = ["compare", str(network / my), str(network / golden), "--csv", str(tmp_path / "ours.csv"), "--json"]
+    if graph:
+        args += ["-f", str(network / graph)]
+        ours += ["--my-graph", str(network / graph)]
+    if close:
+        args += ["-cf", str(network / close)]
+        ours += ["--golden-graph", str(network / close)]
+    proc = msaccucmp.run(*args)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
+    rc = main(ours)
+    assert rc in (0, 1)
+    got = _read(tmp_path / "ours.csv")
+    assert got[0] == ref[0]
+    assert len(got) == len(ref) and len(got) > 3
+    skip = {"CompareFailReason"}
+    for ref_row, got_row in zip(ref[1:], got[1:]):
+        for column, a, b in zip(ref[0], ref_row, got_row):
+            if column not in skip:
+                assert _same_cell(a, b, column), (case, column, ref_row, got_row)
+
+
+def test_first_divergence_names_the_fused_op_and_its_pass(network):
+    report = compare_dumps(network / "my_fused", network / "golden_nano", my_graph=network / "fused.json",
+                           golden_graph=network / "unfused.json")
+    fd = report.first_divergence
+    assert fd is not None
+    assert fd["op"] == "conv1_fused" and fd["tensor"] == "conv1_fused:output:0"
+    assert fd["pass_names"] == ["ConvBatchnormFusionPass"]
+    assert fd["ground_truth"] == ["conv1", "bn1"]
+    assert fd["cosine"] < 0.99
+    cosines = [r.cosine for r in report.execution_order()]
+    assert len(cosines) == len(report.rows)
+
+
+def test_jobs_give_the_same_rows(network):
+    one = compare_dumps(network / "my_unfused", network / "golden_npy", my_graph=network / "unfused.json")
+    many = compare_dumps(network / "my_unfused", network / "golden_npy", my_graph=network / "unfused.json", jobs=4)
+    assert [(r.tensor, r.metrics["CosineSimilarity"].text) for r in one.rows] == \
+           [(r.tensor, r.metrics["CosineSimilarity"].text) for r in many.rows]
+
+
+def test_missing_graph_op_dump_is_unmatched_not_a_crash(network, tmp_path):
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for f in (network / "my_unfused").iterdir():
+        if not f.name.startswith("Data."):
+            (partial / f.name).write_bytes(f.read_bytes())
+    report = compare_dumps(partial, network / "golden_npy", my_graph=network / "unfused.json")
+    assert {"op": "input", "side": "my"}.items() <= report.unmatched[0].items()
+    assert "There is no dump file for my output operator" in report.rows[0].fail_reason
+
+
+def test_cli_json_and_exit_codes(network, capsys):
+    rc = main(["compare", str(network / "my_fused"), str(network / "golden_npy"), "--my-graph",
+               str(network / "fused.json"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    assert out["first_divergence"]["op"] == "conv1_fused"
+    assert out["rows"] == 5 and out["unmatched"] == []
+    rc = main(["compare", str(network / "my_fused"), str(network / "golden_npy"), "--my-graph",
+               str(network / "fused.json"), "--cosine", "0.5", "--json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["first_divergence"] is None
+    rc = main(["compare", str(network / "nope"), str(network / "golden_npy")])
+    assert rc == 2
+    rc = main(["compare", str(network / "my_fused"), str(network / "golden_npy"), "--engine", "bogus"])
+    assert rc == 2
+
+
+def test_cli_table_highlights_the_first_divergence(network, capsys):
+    rc = main(["compare", str(network / "my_fused"), str(network / "golden_nano"), "--my-graph",
+               str(network / "fused.json"), "--golden-graph", str(network / "unfused.json")])
+    text = capsys.readouterr().out
+    assert rc == 1
+    assert "first divergent op" in text and "ConvBatchnormFusionPass" in text and "conv1, bn1" in text
+
+
+@pytest.mark.slow
+def test_engine_msaccucmp_matches_native(msaccucmp, network, capsys):
+    script = str(msaccucmp.script)
+    for my, golden, graph, close in CASES.values():
+        extra = (["--my-graph", str(network / graph)] if graph else []) + \
+                (["--golden-graph", str(network / close)] if close else [])
+        rc_native = main(["compare", str(network / my), str(network / golden), "--json", *extra])
+        native = json.loads(capsys.readouterr().out)
+        rc_ref = main(["compare", str(network / my), str(network / golden), "--json", "--engine", "msaccucmp",
+                       "--msaccucmp", script, *extra])
+        ref = json.loads(capsys.readouterr().out)
+        assert (rc_native, native["rows"]) == (rc_ref, ref["rows"])
+        assert (native["first_divergence"] or {}).get("tensor") == (ref["first_divergence"] or {}).get("tensor")
