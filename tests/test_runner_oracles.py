@@ -1,0 +1,137 @@
+"""Verdicts: exit status, metric (last/curve, tolerances, NaN, --expect), check exit codes, combination."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fusebisect.errors import UsageError
+from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, RunAborted,
+                                       Verdict, close, combine, compile_metric, exit_code_verdict, parse_check,
+                                       parse_metric)
+
+
+def m(**kw) -> Measurement:
+    kw.setdefault("exit_code", 0)
+    kw.setdefault("seconds", 1.0)
+    return Measurement(**kw)
+
+
+@pytest.mark.parametrize("code,outcome", [(0, GOOD), (125, INVALID), (1, BAD), (127, BAD), (128, "abort"),
+                                          (255, "abort"), (-9, "abort"), (None, "abort")])
+def test_git_bisect_exit_codes(code, outcome):
+    assert exit_code_verdict(code)[0] == outcome
+
+
+def test_exit_status_oracle():
+    j = Judge()
+    assert j.exit_status_only and not j.needs_reference
+    assert j.judge(m(exit_code=0), reference=None, is_reference=False).outcome == GOOD
+    assert j.judge(m(exit_code=2), reference=None, is_reference=False).outcome == BAD
+    assert j.judge(m(exit_code=125), reference=None, is_reference=False).outcome == INVALID
+    assert j.judge(m(exit_code=-11), reference=None, is_reference=False).outcome == INVALID  # signal: not BAD
+    assert j.judge(m(exit_code=None, timed_out=True), reference=None, is_reference=False).reason == "timeout"
+
+
+@pytest.mark.parametrize("regex,msg", [("loss [0-9.]+", "exactly one capture group"),
+                                       ("(a)(b)", "exactly one capture group"), ("(", "invalid regular")])
+def test_metric_regex_usage_errors(regex, msg):
+    with pytest.raises(UsageError, match=msg):
+        compile_metric(regex)
+
+
+def test_metric_mode_and_tolerance_usage_errors():
+    with pytest.raises(UsageError, match="--metric-mode"):
+        compile_metric("(x)", mode="first")
+    with pytest.raises(UsageError, match="rtol"):
+        compile_metric("(x)", rtol=-1)
+
+
+def test_parse_metric_skips_non_numbers_and_reads_nan():
+    spec = compile_metric(r"loss (\S+)")
+    assert parse_metric("loss 1.5\nloss abc\nloss nan\n", spec)[0] == 1.5
+    values = parse_metric("loss 1.5\nloss abc\nloss nan\n", spec)
+    assert len(values) == 2 and math.isnan(values[1])
+
+
+def test_close():
+    assert close(1.0, 1.0, 0, 0)
+    assert close(1.009, 1.0, 1e-2, 0) and not close(1.02, 1.0, 1e-2, 0)
+    assert close(0.05, 0.0, 0, 0.1)
+    assert not close(float("nan"), 1.0, 1, 1) and close(float("nan"), float("nan"), 0, 0)
+    assert not close(float("inf"), 1.0, 1, 1)
+
+
+def test_metric_last_against_reference():
+    j = Judge(metric=compile_metric(r"loss ([0-9.]+)", rtol=0.01))
+    assert j.needs_reference
+    ref = m(metric=2.0)
+    assert j.judge(ref, reference=None, is_reference=True).outcome == GOOD
+    assert j.judge(m(metric=2.01), reference=ref, is_reference=False).outcome == GOOD
+    v = j.judge(m(metric=2.5), reference=ref, is_reference=False)
+    assert v.outcome == BAD and "2.5 vs reference 2" in v.reason
+    assert j.judge(m(metric=float("nan")), reference=ref, is_reference=False).outcome == BAD
+    # before the reference exists the verdict waits
+    v = j.judge(m(metric=2.5), reference=None, is_reference=False)
+    assert (v.outcome, v.reason) == (UNKNOWN, PENDING)
+
+
+def test_metric_missing_crash_and_timeout_are_invalid_never_bad():
+    j = Judge(metric=compile_metric(r"loss ([0-9.]+)"))
+    ref = m(metric=1.0)
+    assert j.judge(m(metric=None), reference=ref, is_reference=False).reason == "metric not found in the output"
+    v = j.judge(m(exit_code=1, metric=9.0), reference=ref, is_reference=False)
+    assert (v.outcome, v.reason) == (INVALID, "crash (exit 1)")
+    assert j.judge(m(exit_code=-9, metric=9.0), reference=ref, is_reference=False).outcome == INVALID
+    assert j.judge(m(timed_out=True, exit_code=None), reference=ref, is_reference=False).outcome == INVALID
+
+
+def test_metric_expect():
+    j = Judge(metric=compile_metric(r"acc ([0-9.]+)", expect=0.9, atol=0.01))
+    assert not j.needs_reference
+    assert j.judge(m(metric=0.905), reference=None, is_reference=False).outcome == GOOD
+    assert j.judge(m(metric=0.5), reference=None, is_reference=False).outcome == BAD
+    # with --expect, even the reference run is judged (a bad reference means "not fusion")
+    assert j.judge(m(metric=0.5), reference=None, is_reference=True).outcome == BAD
+
+
+def test_metric_curve_common_prefix():
+    j = Judge(metric=compile_metric(r"loss ([0-9.]+)", mode="curve", rtol=0.01))
+    ref = m(metric=0.5, curve=[1.0, 0.8, 0.5])
+    assert j.judge(m(metric=0.8, curve=[1.0, 0.8]), reference=ref, is_reference=False).outcome == GOOD
+    v = j.judge(m(metric=0.5, curve=[1.0, 0.9, 0.5]), reference=ref, is_reference=False)
+    assert v.outcome == BAD and "curve point 1" in v.reason
+    # the last value agrees but the curve diverged in the middle: still bad (last mode would say good)
+    last = Judge(metric=compile_metric(r"loss ([0-9.]+)", rtol=0.01))
+    assert last.judge(m(metric=0.5, curve=[1.0, 0.9, 0.5]), reference=ref, is_reference=False).outcome == GOOD
+
+
+def test_check_codes_and_abort():
+    j = Judge(check=["true"])
+    assert not j.needs_reference
+    assert j.judge(m(check_exit_code=0), reference=None, is_reference=False).outcome == GOOD
+    assert j.judge(m(check_exit_code=125), reference=None, is_reference=False).outcome == INVALID
+    assert j.judge(m(check_exit_code=3), reference=None, is_reference=False).outcome == BAD
+    with pytest.raises(RunAborted, match="outside 0-127"):
+        j.judge(m(check_exit_code=200), reference=None, is_reference=False)
+    # the job crashed: the check is not consulted, the trial is skipped
+    assert j.judge(m(exit_code=2, check_exit_code=None), reference=None, is_reference=False).outcome == INVALID
+
+
+def test_combination_invalid_beats_bad_beats_good():
+    assert combine([Verdict(GOOD), Verdict(BAD, "b")]).outcome == BAD
+    assert combine([Verdict(BAD, "b"), Verdict(INVALID, "i")]).reason == "i"
+    assert combine([Verdict(GOOD), Verdict(GOOD)]).outcome == GOOD
+    j = Judge(metric=compile_metric(r"loss ([0-9.]+)"), check=["true"])
+    ref = m(metric=1.0)
+    assert j.judge(m(metric=1.0, check_exit_code=1), reference=ref, is_reference=False).outcome == BAD
+    assert j.judge(m(metric=5.0, check_exit_code=125), reference=ref, is_reference=False).outcome == INVALID
+
+
+def test_parse_check():
+    assert parse_check("python check.py --thr '0.5 1'") == ["python", "check.py", "--thr", "0.5 1"]
+    with pytest.raises(UsageError):
+        parse_check("  ")
+    with pytest.raises(UsageError):
+        parse_check("a 'b")
