@@ -107,6 +107,8 @@ Example: fusebisect cfg check fusion_switch.cfg
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
+        from rich.markup import escape
+
         from fusebisect.rules.switchfile import check_switch_file
 
         report = check_switch_file(file, default_catalog())
@@ -117,12 +119,12 @@ Example: fusebisect cfg check fusion_switch.cfg
             style = {"error": "red", "warning": "yellow", "info": "dim"}
             for p in report.problems:
                 where = f"{file}:{p.line}:{p.column}" if p.line else str(file)
-                console.print(f"{where}: [{style[p.severity]}]{p.severity}[/]: {p.message}", markup=True,
-                              highlight=False)
+                console.print(f"{where}: [{style[p.severity]}]{p.severity}[/]: {escape(p.message)}", markup=True,
+                              highlight=False, soft_wrap=True)
             counts = {s: sum(p.severity == s for p in report.problems) for s in ("error", "warning", "info")}
             verdict = "OK" if report.ok else "problems found"
             console.print(f"{file}: {verdict} ({counts['error']} errors, {counts['warning']} warnings, "
-                          f"{counts['info']} notes)")
+                          f"{counts['info']} notes)", soft_wrap=True, markup=False, highlight=False)
         raise typer.Exit(0 if report.ok else 1)
 
     @cfg.command("effective", help="""Show whether each rule the file names actually runs, and why.
@@ -161,8 +163,9 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         from rich.table import Table
 
         table = Table(title=f"{file}" + (f"  (ALL: {all_entries})" if all_entries else ""), show_edge=False)
-        for col in ("rule", "kind", "in file", "effective", "reason"):
-            table.add_column(col)
+        for col in ("rule", "kind", "in file", "effective"):
+            table.add_column(col, no_wrap=True)
+        table.add_column("reason", overflow="fold")
         for r in rows:
             in_file = ", ".join(f"{k}={v}" for k, v in r["in_file"].items()) or "-"
             table.add_row(r["rule"], r["kind"], in_file, r["effective"], r["reason"],
@@ -196,7 +199,7 @@ Example: fusebisect cfg diff good.cfg bad.cfg
 
             table = Table(show_edge=False)
             for col in ("rule", "kind", str(a), str(b)):
-                table.add_column(col)
+                table.add_column(col, no_wrap=True)
             for c in changes:
                 table.add_row(c["rule"], c["kind"], c["a"], c["b"])
             common.out().print(table)

@@ -1,0 +1,170 @@
+"""`fusebisect cfg ...` and `fusebisect rules list/show` end to end, in-process."""
+
+import json
+
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.rules.switchfile import parse_switch_file
+
+
+def run(capsys, *args):
+    rc = main(list(args))
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+@pytest.mark.parametrize("cmd", [["cfg", "off"], ["cfg", "all-off"], ["cfg", "check"], ["cfg", "effective"],
+                                 ["cfg", "diff"], ["rules", "list"], ["rules", "show"]])
+def test_help_has_an_example(capsys, cmd):
+    rc, out, _ = run(capsys, *cmd, "--help")
+    assert rc == 0 and "Example: fusebisect " + " ".join(cmd) in out
+
+
+def test_cfg_off_prints_and_writes(capsys, tmp_path):
+    rc, out, err = run(capsys, "cfg", "off", "TbeEltwiseFusionPass", "ConvConcatFusionPass")
+    assert rc == 0 and json.loads(out) == {"Switch": {"GraphFusion": {"ConvConcatFusionPass": "off"},
+                                                      "UBFusion": {"TbeEltwiseFusionPass": "off"}}}
+    target = tmp_path / "sw.cfg"
+    rc, out, err = run(capsys, "cfg", "off", "MyPass", "--kind", "ub", "--out", str(target), "--json")
+    assert rc == 0 and json.loads(out)["written"] == str(target)
+    assert parse_switch_file(target).ub == {"MyPass": "off"}
+    rc, out, err = run(capsys, "cfg", "off", "ConvConcatFusionPass", "--out", str(target))
+    assert rc == 2 and "--force" in err and parse_switch_file(target).ub == {"MyPass": "off"}
+    rc, _, _ = run(capsys, "cfg", "off", "ConvConcatFusionPass", "--out", str(target), "--force")
+    assert rc == 0 and (tmp_path / "sw.cfg.bak").exists()
+    assert parse_switch_file(target).graph == {"ConvConcatFusionPass": "off"}
+
+
+def test_cfg_off_bad_input(capsys, tmp_path):
+    rc, _, err = run(capsys, "cfg", "off", "TbeEltwiseFusionPas")
+    assert rc == 2 and "did you mean TbeEltwiseFusionPass" in err and err.count("\n") == 1
+    rc, _, err = run(capsys, "cfg", "off", "a;b", "--kind", "graph")
+    assert rc == 2 and "invalid rule name" in err
+    rc, _, err = run(capsys, "cfg", "off", "X", "--kind", "cube")
+    assert rc == 2 and "--kind" in err
+    rc, _, err = run(capsys, "cfg", "off", "ConvConcatFusionPass", "--out", str(tmp_path))
+    assert rc == 2 and "directory" in err
+    rc, _, err = run(capsys, "cfg", "off", "PassThroughFusionPass")
+    assert rc == 0 and "forbidden-close" in err
+
+
+def test_all_off_file_lints_clean(capsys, tmp_path):
+    target = tmp_path / "off.cfg"
+    assert run(capsys, "cfg", "all-off", "--out", str(target))[0] == 0
+    rc, out, _ = run(capsys, "cfg", "check", str(target), "--json")
+    report = json.loads(out)
+    assert rc == 0 and report["ok"], report
+    assert {p["severity"] for p in report["problems"]} == {"info"}
+    assert "all-forbidden" in {p["code"] for p in report["problems"]}
+
+
+def test_cfg_check_reports_problems(capsys, tmp_path):
+    f = tmp_path / "user.cfg"
+    f.write_text('{\n  "Switch": {\n    "GraphFusion": {\n      "ALL": "off",\n      "TbeEltwiseFusionPass": "off",\n'
+                 '      "convconcatfusionpass": "off",\n      "PassThroughFusionPass": "off",\n'
+                 '      "ConvConcatFusionPas": "off"\n    },\n  }\n}\n', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    report = json.loads(out)
+    codes = {p["code"]: p for p in report["problems"]}
+    assert rc == 1 and not report["ok"]
+    assert {"wrong-section", "case-mismatch", "cannot-disable", "unknown-rule", "all-incomplete",
+            "trailing-comma"} <= set(codes)
+    assert codes["wrong-section"]["line"] == 5 and codes["wrong-section"]["column"] == 7
+    assert "ConvConcatFusionPass" in codes["case-mismatch"]["message"]
+    assert "did you mean 'ConvConcatFusionPass'" in codes["unknown-rule"]["message"]
+    assert codes["trailing-comma"]["line"] == 9
+    rc, out, _ = run(capsys, "cfg", "check", str(f))
+    assert rc == 1 and f"{f}:5:7: warning:" in out and "problems found" in out
+
+
+def test_cfg_check_invalid_json_and_values(capsys, tmp_path):
+    f = tmp_path / "bad.cfg"
+    f.write_text('{"Switch": {"GraphFusion": {"A": "off"\n "B": "on"}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    p = json.loads(out)["problems"]
+    assert rc == 1 and p[0]["code"] == "json" and (p[0]["line"], p[0]["column"]) == (2, 2)
+    f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": "OFF"}}, "Switches": {}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    codes = [x["code"] for x in json.loads(out)["problems"]]
+    assert rc == 1 and "invalid-value" in codes and "top-level-key" in codes
+    f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": "off"}}, "Priority": {"GraphFusion": '
+                 '{"Main": {"ConvConcatFusionPass": "high"}}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    probs = json.loads(out)["problems"]
+    assert rc == 1 and [x["code"] for x in probs] == ["schema"] and "Priority.GraphFusion.Main" in probs[0]["message"]
+
+
+def test_cfg_check_legacy_and_clean(capsys, tmp_path):
+    f = tmp_path / "old.cfg"
+    f.write_text("ConvConcatFusionPass:off\nTbeEltwiseFusionPass:off\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    report = json.loads(out)
+    assert rc == 0 and report["format"] == "legacy" and report["ok"]
+    f.write_text("ConvConcatFusionPass:off\nConvConcatFusionPass:on\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    assert rc == 1 and any(p["code"] == "duplicate" and p["line"] == 2 for p in json.loads(out)["problems"])
+
+
+def test_cfg_check_unreadable(capsys, tmp_path):
+    rc, _, err = run(capsys, "cfg", "check", str(tmp_path))
+    assert rc == 2 and "directory" in err and err.count("\n") == 1
+    rc, _, err = run(capsys, "cfg", "check", str(tmp_path / "nope.cfg"))
+    assert rc == 2 and "no such file" in err
+    f = tmp_path / "gbk.cfg"
+    f.write_bytes('{"Switch": {"GraphFusion": {"融合": "off"}}}'.encode("gbk"))
+    rc, _, err = run(capsys, "cfg", "check", str(f))
+    assert rc == 2 and "not UTF-8" in err
+
+
+def test_cfg_effective(capsys, tmp_path):
+    f = tmp_path / "u.cfg"
+    f.write_text('{"Switch": {"GraphFusion": {"ALL": "off", "ConvConcatFusionPass": "on", '
+                 '"PassThroughFusionPass": "off"}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "effective", str(f), "--json")
+    rows = {r["rule"]: r for r in json.loads(out)["rules"]}
+    assert rc == 0 and set(rows) == {"ConvConcatFusionPass", "PassThroughFusionPass"}
+    assert rows["PassThroughFusionPass"]["effective"] == "on" and "forbidden" in rows["PassThroughFusionPass"]["reason"]
+    rc, out, _ = run(capsys, "cfg", "effective", str(f), "--rule", "GridSampler3DFusionPass", "--rule",
+                     "MatMulBiasAddFusionPass", "--json")
+    rows = {r["rule"]: r for r in json.loads(out)["rules"]}
+    assert rows["GridSampler3DFusionPass"]["effective"] == "on"  # built-in explicit entry beats the file's ALL
+    assert rows["MatMulBiasAddFusionPass"]["effective"] == "off"
+    rc, out, _ = run(capsys, "cfg", "effective", str(f))
+    assert rc == 0 and "ConvConcatFusionPass" in out
+    rc, _, err = run(capsys, "cfg", "effective", str(f), "--rule", "bad name")
+    assert rc == 2
+
+
+def test_cfg_diff(capsys, tmp_path):
+    a, b = tmp_path / "a.cfg", tmp_path / "b.cfg"
+    a.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": "off"}}}', encoding="utf-8")
+    b.write_text("ConvConcatFusionPass:off\nTbeEltwiseFusionPass:off\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b), "--json")
+    changes = json.loads(out)["changes"]
+    assert rc == 1 and [(c["rule"], c["a"], c["b"]) for c in changes] == [("TbeEltwiseFusionPass", "on", "off")]
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(a))
+    assert rc == 0 and "same rules" in out
+
+
+def test_rules_list_and_show(capsys):
+    rc, out, _ = run(capsys, "rules", "list", "--kind", "ub", "--search", "eltwise", "--json")
+    items = json.loads(out)
+    assert rc == 0 and items and all(set(i) == {"name", "kind", "default", "can_disable", "description"}
+                                     for i in items)
+    assert all(i["kind"] == "UBFusion" for i in items) and any(i["name"] == "TbeEltwiseFusionPass" for i in items)
+    rc, out, _ = run(capsys, "rules", "list", "--json")
+    assert len(json.loads(out)) == 628
+    rc, out, _ = run(capsys, "rules", "list", "--search", "TbeEltwiseFusionPass")
+    assert rc == 0 and "TbeEltwiseFusionPass" in out
+    rc, out, _ = run(capsys, "rules", "show", "PassThroughFusionPass", "--json")
+    data = json.loads(out)
+    assert rc == 0 and data["can_disable"] is False and data["sources"]
+    rc, out, _ = run(capsys, "rules", "show", "GlobalAvgPoolPass")
+    assert rc == 0 and "spelling_of: Globalavgpoolpass" in out
+    rc, _, err = run(capsys, "rules", "show", "TbeEltwiseFusionPas")
+    assert rc == 1 and "did you mean TbeEltwiseFusionPass" in err
+    rc, _, err = run(capsys, "rules", "show", "a/b")
+    assert rc == 2 and "invalid rule name" in err
+    rc, _, err = run(capsys, "rules", "list", "--kind", "vector")
+    assert rc == 2
