@@ -1,0 +1,119 @@
+"""``fusebisect dump convert``: dump tensors to .npy files, optionally in their original layout."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+
+from fusebisect.cli import common
+from fusebisect.errors import DumpFormatError, UsageError
+
+HELP = (
+    "Write every input and output of a dump file (or of every dump under a directory) as "
+    "[bold]{dumpfile}.{input|output}.{i}.npy[/bold] in OUT (msaccucmp's naming).\n\n"
+    "Tensors stay in device layout unless [bold]--format[/bold] is given: ORIGINAL undoes the private format "
+    "(NC1HWC0 -> NCHW, FRACTAL_Z -> NCHW, FRACTAL_NZ -> ND, NDC1HWC0 -> NCDHW, C1HWNCoC0 -> HWCN) and removes "
+    "padding using the dump's original shape; a layout name (NCHW, NHWC, HWCN, ...) converts to ORIGINAL and "
+    "then permutes. bfloat16, float8 and hifloat8 are written as float32. Unreadable files in a directory are "
+    "reported and skipped.\n\n"
+    "Example: fusebisect dump convert dump/20240101000000 --out npy --format ORIGINAL"
+)
+
+
+def convert_tensor(rec, fmt: str | None) -> np.ndarray:
+    """Return record ``rec``'s array converted per ``--format`` (None = device layout). Raises DumpFormatError."""
+    from fusebisect.compare.formats import DEFAULT_TARGET, to_original
+
+    arr = rec.array()
+    if arr.dtype.kind not in "biufc":
+        arr = arr.astype(np.float32)  # ml_dtypes low-precision floats
+    if fmt is None:
+        return arr
+    name = rec.format_name
+    if name in DEFAULT_TARGET:
+        arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
+        layout = DEFAULT_TARGET[name]
+    else:
+        arr = to_original(arr, rec.format, rec.original_shape)
+        layout = name
+    if fmt != "ORIGINAL" and fmt != layout:
+        arr = to_original(arr, layout, None, target=fmt)
+    return arr
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
+    """Convert one dump file; return one {"source","tensor","path","shape","dtype"} per file written.
+
+    Raises DumpFormatError if the dump cannot be read or converted; OSError on write failure.
+    """
+    from fusebisect.compare.dumpfile import read_dump
+    from fusebisect.fsutil import atomic_write_bytes
+
+    dump = read_dump(path)
+    arrays = []
+    for rec in [*dump.inputs, *dump.outputs]:
+        try:
+            arrays.append((rec, convert_tensor(rec, fmt)))
+        except DumpFormatError as exc:
+            raise DumpFormatError(f"{rec.kind} {rec.index}: {exc.reason}", path=path) from None
+    written = []
+    for rec, arr in arrays:
+        target = out / f"{path.name}.{rec.kind}.{rec.index}.npy"
+        atomic_write_bytes(target, _npy_bytes(arr))
+        written.append({"source": str(path), "tensor": f"{rec.kind}.{rec.index}", "path": str(target),
+                        "shape": list(arr.shape), "dtype": str(arr.dtype)})
+    return written
+
+
+def register(app: typer.Typer) -> None:
+    group = common.group(app, "dump", "Work with CANN dump files.")
+
+    @group.command("convert", help=HELP)
+    def convert_cmd(
+        path: Annotated[Path, typer.Argument(help="A dump file or a dump directory (root, timestamp or leaf).")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the .npy files (created).")],
+        fmt: Annotated[Optional[str], typer.Option(
+            "--format", "-f", help="ORIGINAL, or a layout such as NCHW, NHWC, HWCN, ND.")] = None,
+        json_out: Annotated[bool, typer.Option("--json", help="Print JSON: files written and files skipped.")] = False,
+    ) -> None:
+        from fusebisect.compare.tree import scan_dumps
+
+        fmt = fmt.upper() if fmt else None
+        if fmt is not None and fmt != "ORIGINAL":
+            from fusebisect.compare.dumpfile import format_value
+
+            try:
+                format_value(fmt)
+            except DumpFormatError:
+                raise UsageError(f"--format {fmt}: not ORIGINAL or a known layout name") from None
+        if not path.exists():
+            raise DumpFormatError("no such file or directory", path=path)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out {out}: exists and is not a directory")
+        files, bad = [], []
+        if path.is_file():
+            files = convert_file(path, out, fmt)
+        else:
+            tree = scan_dumps(path)
+            bad = [{"path": str(p), "reason": r} for p, r in tree.bad]
+            for entry in tree.entries:
+                try:
+                    files += convert_file(entry.path, out, fmt)
+                except DumpFormatError as exc:
+                    bad.append({"path": str(entry.path), "reason": exc.reason})
+                    common.log(f"skipped {entry.path}: {exc.reason}")
+        if json_out:
+            common.print_json({"out": str(out), "files": files, "skipped": bad})
+        else:
+            common.out().print(f"wrote {len(files)} .npy files to {out}"
+                               + (f"; skipped {len(bad)} unreadable files" if bad else ""))

@@ -1,0 +1,102 @@
+"""``fusebisect inspect dump``: what one dump file holds (thin CLI over compare.dumpfile)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from fusebisect.cli import common
+
+HELP = (
+    "Show the op name, encoding and every input/output of one dump file: index, dtype, format, shape, "
+    "original shape, size in bytes, min/max/mean of the finite values and NaN/Inf counts.\n\n"
+    "Reads binary, protobuf, nano and .npy dumps (detected by content).\n\n"
+    "Example: fusebisect inspect dump dump/20240101000000/0/resnet/1/0/Conv2D.conv1.1.0.1700000000000002 --json"
+)
+
+
+def tensor_stats(array: np.ndarray) -> dict:
+    """Return {"min","max","mean","nan","inf"} of ``array``; min/max/mean over finite values (None if none).
+
+    Complex tensors are summarised by magnitude; low-precision floats are widened to float32 first.
+    """
+    a = np.asarray(array)
+    if a.dtype.kind == "c":
+        a = np.abs(a)
+    elif a.dtype.kind == "b":
+        a = a.astype(np.uint8)
+    elif a.dtype.kind not in "iuf":
+        a = a.astype(np.float32)  # ml_dtypes (bfloat16, float8)
+    if a.dtype.kind == "f":
+        nan = int(np.count_nonzero(np.isnan(a)))
+        inf = int(np.count_nonzero(np.isinf(a)))
+        finite = a[np.isfinite(a)] if nan or inf else a
+    else:
+        nan = inf = 0
+        finite = a
+    if finite.size == 0:
+        return {"min": None, "max": None, "mean": None, "nan": nan, "inf": inf}
+    return {"min": finite.min().item(), "max": finite.max().item(),
+            "mean": float(finite.mean(dtype=np.float64)), "nan": nan, "inf": inf}
+
+
+def describe(path: Path) -> dict:
+    """Return the ``inspect dump`` JSON document for the dump at ``path``. Raises DumpFormatError."""
+    from fusebisect.compare.dumpfile import read_dump
+
+    dump = read_dump(path)
+
+    def one(rec) -> dict:
+        row = {"index": rec.index, "dtype": rec.dtype_name, "format": rec.format_name, "shape": list(rec.shape),
+               "original_shape": list(rec.original_shape) if rec.original_shape is not None else None,
+               "size": rec.size}
+        row.update(tensor_stats(rec.array()))
+        return row
+
+    return {"path": str(dump.path), "op_name": dump.op_name, "encoding": dump.encoding,
+            "inputs": [one(r) for r in dump.inputs], "outputs": [one(r) for r in dump.outputs]}
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _render(doc: dict) -> None:
+    from rich.table import Table
+
+    console = common.out()
+    if not console.is_terminal:
+        console.width = max(console.width, 160)  # a pipe or file: don't squeeze the table to 80 columns
+    console.print(f"[bold]{doc['op_name']}[/bold]  ({doc['encoding']})  {doc['path']}")
+    table = Table(show_edge=False)
+    for col in ("tensor", "dtype", "format", "shape", "original", "bytes", "min", "max", "mean", "nan", "inf"):
+        table.add_column(col, justify="right" if col in ("bytes", "min", "max", "mean", "nan", "inf") else "left")
+    for kind in ("inputs", "outputs"):
+        for row in doc[kind]:
+            orig = row["original_shape"]
+            table.add_row(f"{kind[:-1]} {row['index']}", row["dtype"], row["format"], str(tuple(row["shape"])),
+                          str(tuple(orig)) if orig is not None else "-", str(row["size"]),
+                          *(_fmt(row[k]) for k in ("min", "max", "mean", "nan", "inf")))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    group = common.group(app, "inspect", "Look inside CANN artifacts (dump files, graphs).")
+
+    @group.command("dump", help=HELP)
+    def dump_cmd(
+        file: Annotated[Path, typer.Argument(help="A dump file (binary, protobuf, nano or .npy).")],
+        json_out: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    ) -> None:
+        doc = describe(file)
+        if json_out:
+            common.print_json(doc)
+        else:
+            _render(doc)

@@ -1,0 +1,128 @@
+"""`inspect dump` and `dump convert`, and the real msaccucmp reading our nano files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.compare import dtypes as D
+from fusebisect.compare.dumpfile import TensorSpec, write_dump
+from fusebisect.compare.formats import from_original
+
+
+def _run(capsys, *argv):
+    rc = main(list(argv))
+    captured = capsys.readouterr()
+    return rc, captured.out, captured.err
+
+
+def test_inspect_dump_json(tmp_path, capsys):
+    x = np.array([[1.0, np.nan], [np.inf, -2.0]], np.float16)
+    y = np.arange(6, dtype=np.int32)
+    path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="add1", inputs=[TensorSpec(x, original_shape=(2, 2))],
+                      outputs=[TensorSpec(y, format=29)])
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert set(doc) == {"path", "op_name", "encoding", "inputs", "outputs"}
+    assert (doc["op_name"], doc["encoding"]) == ("add1", "binary")
+    assert doc["inputs"] == [{"index": 0, "dtype": "float16", "format": "ND", "shape": [2, 2],
+                              "original_shape": [2, 2], "size": 8, "min": -2.0, "max": 1.0, "mean": -0.5,
+                              "nan": 1, "inf": 1}]
+    out0 = doc["outputs"][0]
+    assert (out0["format"], out0["original_shape"], out0["min"], out0["max"], out0["mean"]) == \
+        ("FRACTAL_NZ", None, 0, 5, 2.5)
+
+
+def test_inspect_dump_table(tmp_path, capsys):
+    path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="add1", encoding="nano", inputs=[],
+                      outputs=[TensorSpec(np.ones(3, np.float32))])
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path))
+    assert rc == 0 and "add1" in out and "nano" in out and "float32" in out
+
+
+@pytest.mark.parametrize("content", [b"", b"\x05\x00\x00\x00\x00\x00\x00\x00ab", b"garbage!" * 3])
+def test_inspect_bad_file_one_line_exit_2(tmp_path, capsys, content):
+    path = tmp_path / "Add.add1.1.0.5"
+    path.write_bytes(content)
+    rc, out, err = _run(capsys, "inspect", "dump", str(path))
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and str(path) in err and "Traceback" not in err
+
+
+def test_inspect_unsupported_dtype_exit_2(tmp_path, capsys):
+    path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="a", inputs=[],
+                      outputs=[TensorSpec(np.zeros(2, np.uint8), dtype=37)])
+    rc, _, err = _run(capsys, "inspect", "dump", str(path))
+    assert rc == 2 and "float6_e3m2" in err
+
+
+def test_dump_convert_original_removes_padding(tmp_path, capsys):
+    x = np.random.default_rng(1).standard_normal((2, 5, 3, 3)).astype(np.float32)
+    w = np.random.default_rng(2).standard_normal((20, 5, 1, 1)).astype(np.float32)
+    path = write_dump(tmp_path / "dump" / "Conv2D.conv1.1.0.5", op_name="conv1",
+                      inputs=[TensorSpec(from_original(x, "NC1HWC0"), format=3, original_shape=x.shape),
+                              TensorSpec(from_original(w, "FRACTAL_Z"), format=4, original_shape=w.shape)],
+                      outputs=[TensorSpec(np.ones((2, 3), ml_bf16()), original_shape=(2, 3))])
+    out_dir = tmp_path / "out"
+    rc, out, _ = _run(capsys, "dump", "convert", str(path), "--out", str(out_dir), "--format", "ORIGINAL", "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert sorted(f["path"].rsplit("/", 1)[1] for f in doc["files"]) == [
+        "Conv2D.conv1.1.0.5.input.0.npy", "Conv2D.conv1.1.0.5.input.1.npy", "Conv2D.conv1.1.0.5.output.0.npy"]
+    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.npy"), x)
+    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.1.npy"), w)
+    assert np.load(out_dir / "Conv2D.conv1.1.0.5.output.0.npy").dtype == np.float32
+    rc, _, _ = _run(capsys, "dump", "convert", str(path), "--out", str(out_dir), "--format", "NHWC")
+    assert rc == 0
+    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.npy"), x.transpose(0, 2, 3, 1))
+    rc, _, _ = _run(capsys, "dump", "convert", str(path), "--out", str(out_dir))
+    assert np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.npy").shape == (2, 1, 3, 3, 16)
+
+
+def ml_bf16():
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+def test_dump_convert_dir_skips_bad_files(tmp_path, capsys):
+    src = tmp_path / "dump"
+    write_dump(src / "Add.add1.1.0.5", op_name="a", inputs=[], outputs=[TensorSpec(np.ones(2, np.float32))])
+    (src / "Add.add2.1.0.6").write_bytes(b"\x00" * 5)
+    before = sorted(p.name for p in src.iterdir())
+    rc, out, _ = _run(capsys, "dump", "convert", str(src), "--out", str(tmp_path / "o"), "--json")
+    assert rc == 0
+    doc = json.loads(out)
+    assert [f["tensor"] for f in doc["files"]] == ["output.0"]
+    assert [s["path"].rsplit("/", 1)[1] for s in doc["skipped"]] == ["Add.add2.1.0.6"]
+    assert sorted(p.name for p in src.iterdir()) == before
+
+
+def test_dump_convert_bad_format_flag(tmp_path, capsys):
+    path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="a", inputs=[], outputs=[TensorSpec(np.ones(2))])
+    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "BOGUS")
+    assert rc == 2 and "--format BOGUS" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.msaccucmp
+@pytest.mark.slow
+def test_real_msaccucmp_reads_our_nano_file(tmp_path, msaccucmp):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    w = rng.integers(-5, 5, (3, 2)).astype(np.int32)
+    y = rng.standard_normal((2, 3)).astype(np.float16)
+    path = write_dump(tmp_path / "dump" / "Conv2D.conv1.1.0.1700000000000002", op_name="conv1", encoding="nano",
+                      inputs=[TensorSpec(x, original_shape=x.shape), TensorSpec(w)],
+                      outputs=[TensorSpec(y, original_shape=y.shape, original_op=("conv1", 0))])
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = msaccucmp.run("convert", "-d", str(path), "-out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    name = path.name
+    np.testing.assert_array_equal(np.load(out / f"{name}.input.0.npy"), x)
+    np.testing.assert_array_equal(np.load(out / f"{name}.input.1.npy"), w)
+    np.testing.assert_array_equal(np.load(out / f"{name}.output.0.npy"), y)
