@@ -127,3 +127,24 @@ def test_soc_notes_and_kind_names():
 def test_default_catalog_is_cached():
     assert default_catalog() is default_catalog()
     assert isinstance(default_catalog(), Catalog)
+
+
+@pytest.mark.slow
+def test_catalog_and_switch_schema_load_from_a_built_wheel(tmp_path):
+    import subprocess
+    import sys
+    import zipfile
+
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
+                            "-q", "-w", str(tmp_path / "dist")], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("fusebisect-*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import fusebisect.rules.catalog as c; "
+            "import fusebisect.rules.switchfile as s; assert c.__file__.startswith(sys.argv[1]), c.__file__; "
+            "print(len(c.default_catalog()), sorted(s.switch_schema()['properties']))")
+    # -S: no site-packages, so the editable install cannot supply the data
+    out = subprocess.run([sys.executable, "-S", "-c", code, str(site)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "628 ['ExceptionalPassOfO1Level', 'Priority', 'Switch']"
