@@ -195,6 +195,9 @@ def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
             timed_out = True
             kill_group(proc)
             code = None
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) while waiting: the group must not outlive us
+            kill_group(proc, grace=0.0)
+            raise
         else:
             _signal_group(proc.pid, signal.SIGKILL)  # no orphans: leftovers of the group go too
     finally:

@@ -1,0 +1,80 @@
+"""The ``fusebisect run`` command edge: usage errors (exit 2), Ctrl-C (exit 130, resume hint, no orphans)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from fusebisect.cli.app import main
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["run", "--metric", "loss ([0-9.]+)"], "no command to run"),
+    (["run", "--metric", "loss [0-9.]+", "--", "true"], "exactly one capture group"),
+    (["run", "--metric", "(", "--", "true"], "invalid regular expression"),
+    (["run", "--metric-mode", "first", "--metric", "(x)", "--", "true"], "--metric-mode"),
+    (["run", "--check", "a 'b", "--", "true"], "--check"),
+    (["run", "--rules", "A,b c", "--", "true"], "invalid rule name"),
+    (["run", "--repeat", "0", "--", "true"], "--repeat"),
+    (["run", "--timeout", "0", "--", "true"], "--timeout"),
+    (["run", "--jobs", "3", "--devices", "0,1", "--", "true"], "disagree"),
+])
+def test_usage_errors_exit_2(args, msg, capsys, tmp_path):
+    rc = main([*args[:1], "--workdir", str(tmp_path / "w"), *args[1:]])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert msg in err and err.startswith("fusebisect: error: ")
+
+
+def test_help_has_an_example(capsys):
+    rc = main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Example" in out and "FUSEBISECT_SWITCH_FILE" in out
+
+
+def test_missing_program_exits_2(capsys, tmp_path):
+    rc = main(["run", "--workdir", str(tmp_path / "w"), "--", str(tmp_path / "no-such-program")])
+    assert rc == 2 and "cannot run command" in capsys.readouterr().err
+
+
+def test_ctrl_c_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path):
+    job = tmp_path / "job.py"
+    pidfile = tmp_path / "grandchild.pid"
+    job.write_text(textwrap.dedent(f'''
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        time.sleep(300)
+    '''))
+    work = tmp_path / "w"
+    proc = subprocess.Popen([sys.executable, "-m", "fusebisect", "run", "--workdir", str(work), "--",
+                             sys.executable, str(job)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Rerun the same command to resume" in err
+    assert len(list((work / "trials").iterdir())) == 1  # the interrupted run's dir (and logs) are kept
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(grandchild, signal.SIGKILL)
+        pytest.fail("the job's grandchild survived Ctrl-C")
