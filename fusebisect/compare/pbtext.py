@@ -175,7 +175,7 @@ class _Parser:
         pos = max(0, min(pos, len(data)))
         # point at the first non-blank byte at or after pos, which is where parsing stopped
         m = _WSM(data, pos)
-        if m is not None and m.end() < len(data):
+        if m is not None:
             pos = m.end()
         line = data.count(b"\n", 0, pos) + 1
         column = pos - (data.rfind(b"\n", 0, pos) + 1) + 1

@@ -1,0 +1,49 @@
+"""``fusebisect rules fired``: which fusion rules took effect in a compile (thin CLI over ``rules.fired``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fusebisect.cli import common
+
+HELP = """List the fusion rules that fired: rules with effect_times > 0 in fusion_result.json, plus the
+pass_name (graph fusion) and pass_name_ub (UB fusion) attrs on ops of Build-stage graph dumps. PATH is a
+fusion_result.json, a graph file, or a directory searched recursively for both (e.g. $ASCEND_WORK_PATH).
+
+--json prints {"rules":[{"name","kind","effect_times","match_times"}]}.
+
+Example: fusebisect rules fired ./ascend_work --json
+"""
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``fired`` to the shared ``rules`` group of ``app``."""
+    rules = common.group(app, "rules", "Browse the fusion-rule catalog and the rules that fired.")
+
+    @rules.command("fired", help=HELP)
+    def fired_cmd(
+        path: Annotated[Path, typer.Argument(help="fusion_result.json, a graph dump, or a directory.",
+                                             show_default=False)],
+        json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result on stdout.")] = False,
+    ) -> None:
+        from fusebisect.rules.fired import fired_rules
+
+        found = fired_rules(path)
+        if json_out:
+            common.print_json({"rules": [{"name": s.name, "kind": s.kind, "effect_times": s.effect_times,
+                                          "match_times": s.match_times} for s in found.values()]})
+            return
+        from rich.table import Table
+
+        table = Table(show_edge=False)
+        table.add_column("name", overflow="fold")
+        for col in ("kind", "effect", "match", "repo hits", "graphs"):
+            table.add_column(col, no_wrap=True, justify="left" if col == "kind" else "right")
+        for s in found.values():
+            table.add_row(s.name, s.kind, str(s.effect_times), str(s.match_times), str(s.repository_hit_times),
+                          str(len(s.graphs)))
+        common.out().print(table)
+        common.log(f"{len(found)} rules fired")
