@@ -23,7 +23,7 @@ TSV = HERE / "rules_catalog_raw.tsv"
 CATALOG = HERE / "catalog.json"
 PACKAGE_COPY = HERE.parent / "fusebisect" / "data" / "rules_catalog.json"
 
-FORUM_950 = ("https://www.hiascend.com/document/detail/zh/canncommercial/83RC1/graph/graphdevg/atlasag_25_0078.html "
+SOC_950_SOURCE = ("https://www.hiascend.com/document/detail/zh/canncommercial/83RC1/graph/graphdevg/atlasag_25_0078.html "
              "(融合规则列表: Ascend 950PR/Ascend 950DT不支持UB融合); "
              "hicann/ge:docs/zh/user_guides/atc_tools/CLI_options/--fusion_switch_file.md")
 
@@ -86,7 +86,7 @@ SOC_NOTES = [
         "socs": ["Ascend 950PR", "Ascend 950DT"],
         "ub_fusion": False,
         "note": "No UB fusion on these SoCs: UBFusion entries have no effect and the section may be omitted.",
-        "source": FORUM_950,
+        "source": SOC_950_SOURCE,
     },
 ]
 
