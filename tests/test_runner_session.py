@@ -251,6 +251,10 @@ def test_switch_ignored_makes_the_trial_invalid(target, tmp_path):
         assert t["outcome"] == "invalid"
         assert t["reason"] == f"switch ignored: {RULES[1]}"
     assert res.run_json["switch_ignored"] == [RULES[1]]
+    # it can never be turned off, so it leaves the candidates and the search still finds the culprit
+    assert {"rule": RULES[1], "reason": "switch ignored: still fired when turned off"} in res.run_json["excluded"]
+    assert res.run_json["status"] == "found" and res.run_json["culprits"][0]["rules"] == [RULES[3]]
+    assert RULES[1] not in res.run_json["candidate_rules"]
     journal = [json.loads(x) for x in (tmp_path / "w" / "journal.jsonl").read_text().splitlines()]
     assert any(e.get("ignored") == [RULES[1]] for e in journal if e["event"] == "trial")
 

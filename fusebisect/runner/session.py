@@ -247,6 +247,7 @@ class Session:
         self.prior: list[str] | None = None
         self.dumps_event: dict | None = None
         self._next_index = 1
+        self._rebuild = False  # candidates changed: rebuild the engine from the journal
         self._lock = threading.Lock()
         self.notes: list[str] = []
 
@@ -384,6 +385,10 @@ class Session:
         self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
         self.journal.append(rec.to_event())
         self.records.append(rec)
+        if rec.off == self.all_off and rec.ignored:
+            newly = [r for r in rec.ignored if r in self.candidates]
+            if newly and len(newly) < len(self.candidates):
+                self.exclude(newly, "switch ignored: still fired when turned off")
         if rec.off == self.all_off and rec.outcome == GOOD:
             for other in self.records:
                 if other.pending:
@@ -392,6 +397,17 @@ class Session:
         if self.on_trial is not None:
             self.on_trial(rec)
         return rec
+
+    def exclude(self, rules: Sequence[str], reason: str, *, journal: bool = True) -> None:
+        """Drop ``rules`` from the candidates (e.g. they ignore the switch, so the reference could never be
+        valid); journal it and rebuild the engine from the observations that remain meaningful."""
+        drop = set(rules)
+        self.candidates = [c for c in self.candidates if c not in drop]
+        self.excluded.extend({"rule": r, "reason": reason} for r in rules)
+        if journal:
+            self.journal.append({"event": "exclude", "rules": list(rules), "reason": reason})
+            self.progress.log(f"[yellow]excluded[/yellow] {', '.join(rules)}: {reason}")
+        self._rebuild = True
 
     @property
     def executed(self) -> int:
@@ -462,6 +478,8 @@ class Session:
                 self.prior = list(ev.get("rules") or [])
             elif kind == "dumps":
                 self.dumps_event = ev
+            elif kind == "exclude":
+                self.exclude(list(ev.get("rules") or []), ev.get("reason") or "", journal=False)
         for rec in self.records:
             if rec.pending:
                 self.judge_record(rec)
@@ -538,11 +556,12 @@ class Session:
         journal order."""
         records = self.journal.load()[1:]
         by_index = {rec.index: rec for rec in self.records}
+        allowed = set(self.candidates)
         for ev in records:
             if ev.get("event") == "trial":
                 rec = by_index.get(int(ev.get("index") or 0))
-                if rec is None or rec.role == "verify" or rec.pending:
-                    continue
+                if rec is None or rec.role == "verify" or rec.pending or not rec.off <= allowed:
+                    continue  # (configs naming excluded rules say nothing about the remaining candidates)
                 yield ("observe", (rec.off, self._outcome(rec.outcome)))
             elif ev.get("event") == "prior":
                 yield ("prior", list(ev.get("rules") or []))
@@ -556,16 +575,20 @@ class Session:
             self.progress.log(f"resuming from {self.journal.path}: {done} runs already judged, "
                               f"{len(self.candidates)} candidates")
         # A relative oracle needs the reference before a discovery baseline can be judged.
-        if any(r.pending for r in self.records) and self.reference_record() is None:
-            ref_done = any(r.off == self.all_off for r in self.records)
-            if not ref_done:
-                self.run_one(self.all_off, "reference")
+        for _attempt in range(3):  # an exclusion (switch ignored) changes the reference configuration
+            if not any(r.pending for r in self.records) or self.reference_record() is not None:
+                break
+            if any(r.off == self.all_off for r in self.records):
+                break  # the reference ran and was invalid
+            self.run_one(self.all_off, "reference")
+        if any(r.pending for r in self.records):
             for rec in self.records:
                 if rec.pending:
                     self.judge_record(rec)
                     if rec.pending:
                         rec.outcome, rec.reason = INVALID, "no valid reference run to compare with"
         self.engine = self._make_engine()
+        self._rebuild = False
         self._maybe_prior()
         self._drive()
         return self._finish()
@@ -648,7 +671,11 @@ class Session:
                     if m is None:
                         continue
                     rec = self.finish_trial(index, off, role, paths, m, device)
-                    engine.observe(off, self._outcome(rec.outcome))
+                    if self._rebuild:
+                        self.engine = engine = self._make_engine()
+                        self._rebuild = False
+                    elif off <= set(self.candidates):
+                        engine.observe(off, self._outcome(rec.outcome))
                     self._maybe_prior()
         except BaseException:
             self.registry.kill_all()
