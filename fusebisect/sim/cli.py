@@ -1,0 +1,36 @@
+"""The simulator's own command line (``python -m fusebisect.sim train``), also behind ``fusebisect sim train``.
+
+Kept free of typer/rich so a simulated run starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from fusebisect.errors import FusebisectError
+from fusebisect.sim.options import build_parser, resolve
+
+USAGE = "usage: python -m fusebisect.sim train [options]   (a SIMULATOR for demos and tests; train --help)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the simulator CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code: 0 ok, 1 simulated
+    compile failure, 2 usage or input error."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        print()
+        print(build_parser().format_help())
+        return 0 if args else 2
+    if args[0] != "train":
+        print(f"fusebisect.sim: error: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
+        return 2
+    try:
+        from fusebisect.sim.train import run
+
+        return run(resolve(args[1:])).exit_code
+    except SystemExit as exc:  # argparse: --help (0) or bad flag (2)
+        return int(exc.code or 0)
+    except FusebisectError as exc:
+        print(f"fusebisect: error: {exc}", file=sys.stderr)
+        return 2
