@@ -27,7 +27,7 @@ FLOAT_EPSILON = np.finfo(float).eps          # msaccucmp ConstManager.FLOAT_EPSI
 KL_EPSILON = np.finfo(np.float32).eps        # alg_KullbackLeiblerDivergence.FLOAT_EPSILON
 MINIMUM_VALUE = 0.001                        # StandardDeviation: |v| < this prints as 0
 NAN_TEXT = "NaN"
-CHUNK = 1 << 20                              # elements per slice (leaves of the pairwise tree)
+CHUNK = 1 << 16                              # elements per slice (leaves of the pairwise tree; L2-sized)
 
 _ALIASES = {str(i): name for i, name in enumerate(ALGORITHMS)}
 
