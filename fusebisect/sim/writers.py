@@ -30,7 +30,8 @@ MODEL_ID = "1"
 STREAM_ID = 0
 NZ_FORMAT = 29  # proto FORMAT_FRACTAL_NZ
 ND_FORMAT = 2
-OVERFLOW_STATUS = 0x8  # AI Core status word of a float overflow record
+CUBE_OVERFLOW_STATUS = 0x100  # AI Core status: overflow converting FP32 to FP16 (a MatMul's output)
+VECTOR_OVERFLOW_STATUS = 0x20  # AI Core status: floating-point computation overflow
 ADDRESS_BASE = 0x10000
 
 
@@ -255,7 +256,9 @@ class DumpSession:
         for node, args, value in ops:
             self.write_op(leaf, node, args, value, self._tick())
             task = self.task_ids.get(node.name, 0)
-            record = overflow_record(task_id=task, stream_id=STREAM_ID, layout=self.opts.opdebug_layout)
+            status = CUBE_OVERFLOW_STATUS if node.type.startswith("MatMul") else VECTOR_OVERFLOW_STATUS
+            record = overflow_record(task_id=task, stream_id=STREAM_ID, layout=self.opts.opdebug_layout,
+                                     status=status)
             ts = self._tick()
             write_dump(leaf / f"Opdebug.Node_OpDebug.{debug_task}.{STREAM_ID}.{ts}", op_name="Node_OpDebug",
                        inputs=[], outputs=[TensorSpec(np.frombuffer(record, dtype=np.uint8).copy())],
@@ -264,7 +267,7 @@ class DumpSession:
 
 
 def overflow_record(*, task_id: int, stream_id: int, layout: str = "new", model_id: int = int(MODEL_ID),
-                    status: int = OVERFLOW_STATUS) -> bytes:
+                    status: int = CUBE_OVERFLOW_STATUS) -> bytes:
     """An AI Core overflow record for op task ``task_id`` in the old (2048-byte) or new (magic) layout."""
     pc_start, para_base = 0x12C0_0000 + task_id * 0x100, 0x1000_0000 + task_id * 0x40
     if layout == "old":
