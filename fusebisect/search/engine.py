@@ -1,0 +1,658 @@
+"""The pure search engine: which configurations to run next, and what the outcomes prove.
+
+Protocol (the runner drives it; nothing here does I/O, reads the clock, or draws unseeded randomness)::
+
+    s = Search(candidates, workers=2)
+    while not s.done:
+        for off in s.propose():          # OFF-sets to run now (a query: calling it twice returns the same)
+            s.observe(off, run(off))      # Outcome.GOOD / BAD / INVALID / UNKNOWN
+    s.result                              # SearchResult
+
+``propose()`` returns the configurations of the current round that have not been observed yet; it returns []
+with ``done`` False only while a round is still being observed. ``role(off)`` names why a configuration was
+asked for ('reference', 'baseline', 'search', 'confirm', 'verify', 'repeat'). The state is a fold over the
+journal: ``Search.replay(candidates, events)`` rebuilds it from ("observe", (off, outcome)) and
+("prior", rules) events, so resuming is replaying.
+
+The algorithm follows Go's cmd/bisect:
+
+1. Gates: run with every candidate off (the reference) and with none off (the baseline). Baseline good ->
+   not_reproduced; all-off still bad -> not_fusion; baseline good but all-off bad -> the reverse direction
+   (the symptom needs rules to be OFF). INVALID gates are retried once, then the search is inconclusive.
+2. Find a set: the candidates are kept in an order (prior rules first) and the engine binary-searches the
+   shortest BAD prefix (adaptive group testing; everything after the prefix is off). Its last element r is
+   needed. If r alone reproduces the symptom the set is {r}; otherwise r needs partners, which are searched
+   for the same way inside the prefix with r kept on (Go's "keep one half on, recurse into the other"). The
+   set returned is 1-minimal. With P workers each round tests P prefixes ((P+1)-ary splitting).
+3. Confirm it before accusing anyone: a dedicated run with only that set active must be BAD.
+4. Skip it and look for more: rerun with the set(s) found turned off and everything else on. GOOD -> done.
+
+Nothing is inferred except through the monotone model (a BAD set makes its supersets BAD, a GOOD set makes
+its subsets GOOD), and no configuration is run twice unless a repeat is needed. INVALID configurations are
+never treated as BAD: the engine picks a different split. UNKNOWN ones are repeated. ``repeat=N`` runs every
+configuration N times and takes the majority.
+
+When verdicts contradict each other (or with ``flaky=True`` from the start) the engine switches to a noise
+aware mode: a Bayesian posterior over "rule i is the culprit" (either direction, plus "nothing wrong" and
+"always bad") with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
+1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
+were observed. Below that, after ``max_executions``, the verdict is inconclusive.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+
+from fusebisect.errors import UsageError
+
+from .groups import Knowledge, bits_of, mask_of, popcount, split_choices
+from .model import Culprit, Outcome, SearchResult, theoretical_bound
+from .noisy import Posterior
+
+_MAX_SETS = 16          # stop looking for more culprit sets after this many
+_UNKNOWN_REPEATS = 3    # UNKNOWN verdicts tolerated per configuration before it counts as INVALID
+_PRIOR_SINGLES = 2      # prior rules tested on their own before the group search
+
+
+class _OutOfBudget(Exception):
+    """Raised inside the search generator when max_executions is reached."""
+
+
+class Search:
+    """Adaptive group-testing search over fusion-rule candidates (see the module docstring)."""
+
+    def __init__(self, candidates: Sequence[str], *, prior: Sequence[str] = (), flaky: bool = False,
+                 repeat: int = 1, workers: int = 1, confidence: float = 0.95,
+                 max_executions: int | None = None, seed: int = 0) -> None:
+        """Create a search; raises UsageError for no/duplicate candidates or out-of-range options."""
+        cands = [str(c) for c in candidates]
+        if not cands:
+            raise UsageError("no candidate rules to search")
+        dup = sorted({c for c in cands if cands.count(c) > 1})
+        if dup:
+            raise UsageError(f"duplicate candidate rule(s): {', '.join(dup)}")
+        if repeat < 1:
+            raise UsageError(f"--repeat must be >= 1, got {repeat}")
+        if workers < 1:
+            raise UsageError(f"--jobs must be >= 1, got {workers}")
+        if not 0.5 < confidence < 1.0:
+            raise UsageError(f"--confidence must be between 0.5 and 1 (exclusive), got {confidence}")
+        if max_executions is not None and max_executions < 2:
+            raise UsageError(f"--max-executions must be >= 2, got {max_executions}")
+        self.candidates: tuple[str, ...] = tuple(cands)
+        self.flaky = bool(flaky)                # declared noisy up front
+        self.repeat = int(repeat)               # runs per configuration, majority vote
+        self.workers = int(workers)             # configurations proposed per round
+        self.confidence = float(confidence)     # posterior needed to name a culprit (noise-aware mode)
+        self.max_executions = max_executions    # user cap; None = engine default
+        self.seed = int(seed)                   # seeds the only randomness (alternative splits)
+        self.done = False                       # True once ``result`` is set
+        self.result: SearchResult | None = None
+        self._n = len(cands)
+        self._index = {c: i for i, c in enumerate(cands)}
+        self._all = (1 << self._n) - 1
+        self._history: list[tuple[int, Outcome]] = []     # the journal, as (off mask, outcome)
+        self._obs: dict[int, list[Outcome]] = {}          # outcomes per OFF mask
+        self._roles: dict[int, str] = {}
+        self._noisy = self.flaky
+        self._noisy_start = 0                  # executions when the noise-aware mode started
+        self._post = Posterior(self._n)
+        self._direction: str | None = None     # 'on' | 'off' once the gates decided
+        self._know = Knowledge()
+        self._prior: tuple[int, ...] = ()
+        self._notes: list[str] = []
+        self._found: list[list[int]] = []
+        self._unconfirmed: set[int] = set()
+        self._stuck: list[int] = []
+        self._phase = "gates"
+        self._left = self._n
+        self._batch: list[tuple[int, int]] = []
+        if prior:
+            self._set_prior_names(prior)
+        self._restart()
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def executions(self) -> int:
+        """Return the number of outcomes observed so far (every execution counts)."""
+        return len(self._history)
+
+    def propose(self) -> list[frozenset[str]]:
+        """Return the OFF-sets to run now (at most ``workers``, the two gates together at the start).
+
+        An empty list means done (``self.done``) or that this round is still being observed. Never raises.
+        """
+        if self.done:
+            return []
+        return [self._names(off) for off, base in self._batch if len(self._obs.get(off, ())) <= base]
+
+    def role(self, off: Iterable[str]) -> str:
+        """Return why ``off`` was proposed: reference, baseline, search, confirm, verify or repeat."""
+        return self._roles.get(self._mask_names(off), "search")
+
+    def observe(self, off: Iterable[str], outcome: Outcome | str) -> None:
+        """Record the outcome of running configuration ``off``; raises UsageError for unknown rule names.
+
+        Observations of configurations that were not proposed are kept as knowledge. After ``done`` they
+        are recorded but do not change the result.
+        """
+        off_mask = self._mask_names(off)
+        outcome = Outcome(outcome)
+        prev = self._judge(off_mask)[0]
+        self._history.append((off_mask, outcome))
+        self._obs.setdefault(off_mask, []).append(outcome)
+        if outcome in (Outcome.GOOD, Outcome.BAD):
+            self._post.add(bits_of(off_mask), outcome is Outcome.BAD)
+        if self.done:
+            return
+        if not self._noisy and self._direction is not None:
+            new = self._judge(off_mask)[0]
+            if new in (Outcome.GOOD, Outcome.BAD) and new is not prev:
+                active = self._active(off_mask)
+                if prev in (Outcome.GOOD, Outcome.BAD):
+                    clash = self.repeat == 1
+                    self._rebuild_knowledge()
+                else:
+                    clash = not self._know.add(active, new.value)
+                if clash:
+                    self._enter_noisy(f"the verdict on {self._describe(off_mask)} contradicted earlier ones")
+                    return
+        self._advance()
+
+    def set_prior(self, rules: Sequence[str]) -> None:
+        """Test ``rules`` first (e.g. the pass names of the first divergent fused op); unknown names are
+        ignored. Takes effect immediately (the search is re-planned from what is already known)."""
+        self._set_prior_names(rules)
+        if not self.done:
+            self._restart()
+
+    def progress(self) -> dict:
+        """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions"} for display."""
+        left = max(1, self._left)
+        if self.done:
+            est = 0
+        elif self._noisy:
+            est = max(1, math.ceil((math.log2(left) + 4.3) / 0.53))
+        else:
+            est = math.ceil(math.log2(left)) + 2 + (2 if self._phase == "gates" else 0)
+        return {"phase": "done" if self.done else self._phase, "candidates_left": self._left,
+                "runs_remaining_estimate": est, "executions": self.executions}
+
+    @classmethod
+    def replay(cls, candidates: Sequence[str], events: Iterable[tuple[str, object]], **kw) -> "Search":
+        """Return a Search rebuilt from journal events ("observe", (off, outcome)) and ("prior", rules).
+
+        Raises UsageError for an unknown event kind or rule name.
+        """
+        s = cls(candidates, **kw)
+        for kind, payload in events:
+            if kind == "observe":
+                off, outcome = payload  # type: ignore[misc]
+                s.observe(off, outcome)
+            elif kind == "prior":
+                s.set_prior(payload)  # type: ignore[arg-type]
+            else:
+                raise UsageError(f"unknown journal event {kind!r}")
+        return s
+
+    # ------------------------------------------------------------------ plumbing
+    def _names(self, mask: int) -> frozenset[str]:
+        return frozenset(self.candidates[i] for i in bits_of(mask))
+
+    def _mask_names(self, names: Iterable[str]) -> int:
+        if isinstance(names, str):
+            names = [names]
+        m = 0
+        for r in names:
+            i = self._index.get(r)
+            if i is None:
+                raise UsageError(f"rule {r!r} is not one of this search's candidates")
+            m |= 1 << i
+        return m
+
+    def _describe(self, off: int) -> str:
+        k = popcount(off)
+        if k == 0:
+            return "the baseline"
+        if k == self._n:
+            return "the all-off reference"
+        names = sorted(self._names(off))
+        return "off=" + (",".join(names) if k <= 3 else f"{','.join(names[:3])},... ({k} rules)")
+
+    def _set_prior_names(self, rules: Sequence[str]) -> None:
+        if isinstance(rules, str):
+            rules = [rules]
+        idx: list[int] = []
+        for r in rules:
+            i = self._index.get(r)
+            if i is not None and i not in idx:
+                idx.append(i)
+        self._prior = tuple(idx)
+        self._post.set_prior(idx)
+
+    def _active(self, off: int) -> int:
+        """Map an OFF mask to the active set (and back: the map is an involution)."""
+        return off if self._direction == "off" else self._all ^ off
+
+    _off = _active
+
+    def _rebuild_knowledge(self) -> None:
+        self._know = Knowledge()
+        if self._direction is None:
+            return
+        for off in self._obs:
+            v = self._judge(off)[0]
+            if v in (Outcome.GOOD, Outcome.BAD):
+                self._know.add(self._active(off), v.value)
+
+    def _enter_noisy(self, why: str) -> None:
+        self._noisy = True
+        self._noisy_start = self.executions
+        self._notes.append(f"{why}; switched to the noise-aware mode")
+        self._restart()
+
+    def _restart(self) -> None:
+        self._gen = self._main()
+        self._batch = []
+        self._found = []
+        self._unconfirmed = set()
+        self._stuck = []
+        self._advance()
+
+    def _advance(self) -> None:
+        while not self.done:
+            if self._batch and any(len(self._obs.get(off, ())) <= base for off, base in self._batch):
+                return
+            try:
+                req = next(self._gen)
+            except StopIteration as stop:
+                self._finish(stop.value)
+                return
+            self._batch = [(off, len(self._obs.get(off, ()))) for off, _ in req]
+            for off, role in req:
+                self._roles[off] = role
+
+    def _finish(self, result: SearchResult) -> None:
+        self.done = True
+        self.result = result
+        self._batch = []
+        self._phase = "done"
+
+    def _cap(self) -> int:
+        if self._noisy:
+            default = self._noisy_start + math.ceil(3 * math.log2(max(2, self._n)) + 30)
+        else:
+            default = 4 * self._n + 64
+        return self.max_executions if self.max_executions is not None else default
+
+    def _ask(self, items: list[tuple[int, str]]):
+        if self.executions >= self._cap():
+            raise _OutOfBudget
+        yield items
+
+    def _judge(self, off: int, retries: int = 0) -> tuple[Outcome | None, bool]:
+        """Return (verdict so far, whether another run of ``off`` is needed)."""
+        obs = self._obs.get(off, ())
+        g = obs.count(Outcome.GOOD)
+        b = obs.count(Outcome.BAD)
+        inv = obs.count(Outcome.INVALID)
+        unk = obs.count(Outcome.UNKNOWN)
+        need = self.repeat
+        limit = 3 * need + 3
+        if g + b >= need or (g + b > 0 and len(obs) >= limit):
+            if g != b:
+                return (Outcome.GOOD if g > b else Outcome.BAD), False
+            return (Outcome.INVALID, False) if len(obs) >= limit else (None, True)
+        if g + b == 0 and inv > retries:
+            return Outcome.INVALID, False
+        if g + b == 0 and unk >= _UNKNOWN_REPEATS * need:
+            return Outcome.INVALID, False
+        if len(obs) >= limit:
+            return Outcome.INVALID, False
+        return None, True
+
+    def _test_offs(self, items: list[tuple[int, str]], retries: int = 0):
+        """Generator: run OFF masks until each has a verdict; return the verdicts in order."""
+        while True:
+            need: list[tuple[int, str]] = []
+            res: list[Outcome] = []
+            for off, role in items:
+                v, more = self._judge(off, retries)
+                if more:
+                    need.append((off, "repeat" if off in self._obs else role))
+                res.append(v)  # type: ignore[arg-type]
+            if not need:
+                return res
+            yield from self._ask(need)
+
+    def _test_many(self, items: list[tuple[int, str]], direct: bool = False):
+        """Generator: verdicts for active masks, using monotone inference unless ``direct``."""
+        out: list[Outcome | None] = []
+        run: list[tuple[int, str]] = []
+        for active, role in items:
+            imp = None if direct else self._know.implied(active)
+            out.append(Outcome(imp) if imp else None)
+            if imp is None:
+                run.append((self._off(active), role))
+        if run:
+            vs = iter((yield from self._test_offs(run)))
+            out = [v if v is not None else next(vs) for v in out]
+        return out
+
+    def _test(self, active: int, role: str, direct: bool = False, extra: int | None = None):
+        """Generator: the verdict on one active mask (``extra``: another active mask run in the same round)."""
+        items = [(active, role)]
+        if extra is not None and self.workers > 1 and extra != active:
+            items.append((extra, "verify"))
+        return (yield from self._test_many(items, direct))[0]
+
+    def _known_invalid(self, active: int) -> bool:
+        off = self._off(active)
+        return off in self._obs and self._judge(off)[0] is Outcome.INVALID
+
+    # ------------------------------------------------------------------ the search
+    def _main(self):
+        try:
+            if self._noisy:
+                return (yield from self._noisy_main())
+            return (yield from self._det_main())
+        except _OutOfBudget:
+            return self._budget_result()
+
+    def _det_main(self):
+        self._phase = "gates"
+        ref, base = yield from self._test_offs([(self._all, "reference"), (0, "baseline")], retries=1)
+        if Outcome.INVALID in (ref, base):
+            which = "all-candidates-off reference" if ref is Outcome.INVALID else "baseline"
+            return self._result("inconclusive", [], f"The {which} run could not be judged twice; nothing "
+                                "can be concluded.")
+        if base is Outcome.GOOD and ref is Outcome.GOOD:
+            return self._result("not_reproduced", [], "The baseline (default configuration) is good: the "
+                                "symptom does not reproduce.")
+        if base is Outcome.BAD and ref is Outcome.BAD:
+            return self._result("not_fusion", [], f"With all {self._n} candidate rules off the symptom is "
+                                "still there: it is not caused by the switchable fusion rules.")
+        self._direction = "on" if base is Outcome.BAD else "off"
+        self._rebuild_knowledge()
+        order = list(self._prior) + [i for i in range(self._n) if i not in self._prior]
+        first = True
+        while True:
+            used = mask_of(i for s in self._found for i in s)
+            U = [i for i in order if not (used >> i) & 1]
+            if not U:
+                break
+            self._phase = "verify"
+            self._left = len(U)
+            v = yield from self._test(mask_of(U), "verify")
+            if v is Outcome.GOOD:
+                break
+            if v is not Outcome.BAD:
+                self._notes.append("the run looking for more culprits was invalid; there may be more")
+                break
+            self._phase = "search"
+            S = yield from self._find_set(U, 0, self._prior if first else (), spec=mask_of(U))
+            if S is None:
+                break
+            self._phase = "confirm"
+            smask = mask_of(S)
+            for s in S if len(S) > 1 else ():   # 1-minimality of interaction sets
+                yield from self._test(smask & ~(1 << s), "confirm")
+            v = yield from self._test(smask, "confirm", direct=True)
+            if v is Outcome.INVALID:
+                self._unconfirmed.update(S)
+            self._found.append(S)
+            first = False
+            if len(self._found) >= _MAX_SETS:
+                self._notes.append(f"stopped after {_MAX_SETS} culprit sets")
+                break
+        return self._det_result()
+
+    def _bounds(self, order: list[int], F: int) -> tuple[int | None, int | None]:
+        """Return (largest m with prefix m implied GOOD, smallest m with prefix m implied BAD)."""
+        n = len(order)
+        prefix = [F]
+        for i in order:
+            prefix.append(prefix[-1] | (1 << i))
+        know = self._know
+        hi = None
+        if know.implied(prefix[n]) == "bad":
+            a, b = 0, n
+            while a < b:
+                m = (a + b) // 2
+                if know.implied(prefix[m]) == "bad":
+                    b = m
+                else:
+                    a = m + 1
+            hi = a
+        lo = None
+        if know.implied(prefix[0]) == "good":
+            a, b = 0, n
+            while a < b:
+                m = (a + b + 1) // 2
+                if know.implied(prefix[m]) == "good":
+                    a = m
+                else:
+                    b = m - 1
+            lo = a
+        return lo, hi
+
+    def _find_set(self, U: list[int], F: int, prior: Sequence[int] = (), spec: int | None = None):
+        """Generator: a 1-minimal S within U such that S plus the forced-on F is BAD (None when stuck).
+
+        Preconditions (established by the caller): U+F is BAD and F alone is GOOD.
+        """
+        order = list(U)
+        lo, hi = self._bounds(order, F)
+        lo = 0 if lo is None else lo
+        hi = len(order) if hi is None else hi
+        for a in prior[:_PRIOR_SINGLES]:
+            if a in order[lo:hi]:
+                v = yield from self._test((1 << a) | F, "search")
+                if v is Outcome.BAD:
+                    return [a]
+                lo, hi = self._bounds(order, F)
+                lo = 0 if lo is None else lo
+                hi = len(order) if hi is None else hi
+        while hi - lo > 1:
+            self._left = hi - lo
+            size = hi - lo
+            head = mask_of(order[:lo]) | F
+            if self.workers > 1:
+                pts = self._parallel_points(order, head, lo, hi)
+                if pts:
+                    cfgs = [mask_of(order[lo:m]) | head for m in pts]
+                    vs = yield from self._test_many([(c, "search") for c in cfgs])
+                    for m, v in zip(pts, vs):
+                        if v is Outcome.BAD:
+                            hi = min(hi, m)
+                        elif v is Outcome.GOOD:
+                            lo = max(lo, m)
+                    continue
+            elif size == 2 and lo > 0:
+                # Test the two last suspects on their own: a BAD answer is also the confirmation.
+                for x in order[lo:hi]:
+                    v = yield from self._test((1 << x) | F, "search")
+                    if v is Outcome.BAD:
+                        return [x]
+            seg = order[lo:hi]
+            rng = random.Random(f"{self.seed}:{F}:{lo}:{','.join(map(str, seg))}")
+            choice = None
+            for kind, h in split_choices(size, rng):
+                T = seg[:h] if kind == "head" else seg[-h:] if kind == "tail" else rng.sample(seg, h)
+                cfg = head | mask_of(T)
+                if not self._known_invalid(cfg):
+                    choice = (T, cfg)
+                    break
+            if choice is None:
+                self._stuck = seg
+                return None
+            T, cfg = choice
+            v = yield from self._test(cfg, "search")
+            if v is Outcome.INVALID:
+                continue
+            tset = set(T)
+            order[lo:hi] = T + [x for x in seg if x not in tset]
+            if v is Outcome.BAD:
+                hi = lo + len(T)
+            else:
+                lo = lo + len(T)
+        if hi - lo != 1:
+            self._stuck = order[lo:hi]
+            return None
+        r = order[lo]
+        self._left = 1
+        if lo == 0:
+            return [r]
+        self._phase = "confirm"
+        v = yield from self._test((1 << r) | F, "confirm",
+                                  extra=(spec & ~(1 << r)) if spec is not None else None)
+        if v is Outcome.BAD:
+            return [r]
+        if v is Outcome.INVALID:
+            self._unconfirmed.add(r)
+            self._notes.append(f"the run confirming {self.candidates[r]} alone was invalid; it is named "
+                               "because turning it off fixes the symptom")
+            return [r]
+        self._phase = "search"
+        sub = yield from self._find_set(order[:lo], F | (1 << r))
+        if sub is None:
+            return None
+        return [r] + sub
+
+    def _parallel_points(self, order: list[int], head: int, lo: int, hi: int) -> list[int]:
+        """Return up to ``workers`` prefix lengths in (lo, hi) splitting it evenly, avoiding INVALID ones."""
+        size = hi - lo
+        p = min(self.workers, size - 1)
+        free = [m for m in range(lo + 1, hi) if not self._known_invalid(mask_of(order[lo:m]) | head)]
+        pts: list[int] = []
+        for j in range(1, p + 1):
+            want = lo + size * j / (p + 1)
+            best = min((m for m in free if m not in pts), key=lambda m: (abs(m - want), m), default=None)
+            if best is not None:
+                pts.append(best)
+        return sorted(pts)
+
+    # ------------------------------------------------------------------ noise-aware mode
+    def _confirm_configs(self, h: int) -> list[tuple[int, str]]:
+        n = self._n
+        if h < n:       # forward: only i on must be BAD, only i off must be GOOD
+            return [(self._all ^ (1 << h), "confirm"), (1 << h, "verify")]
+        if h < 2 * n:   # reverse: only i off must be BAD, only i on must be GOOD
+            i = h - n
+            return [(1 << i, "confirm"), (self._all ^ (1 << i), "verify")]
+        return [(self._all, "reference"), (0, "baseline")]
+
+    def _decided(self, off: int) -> bool:
+        obs = self._obs.get(off, ())
+        return Outcome.GOOD in obs or Outcome.BAD in obs
+
+    def _noisy_main(self):
+        self._phase = "gates"
+        gates = [(off, role) for off, role in ((self._all, "reference"), (0, "baseline"))
+                 if not self._decided(off)]
+        if gates:
+            yield from self._test_offs(gates, retries=1)
+        self._phase = "noisy"
+        while True:
+            post = self._post.probabilities()
+            top = int(post.argmax())
+            p = float(post[top])
+            self._left = int((post > 0.01).sum())
+            cap = self._cap()
+            if p >= self.confidence:
+                missing = [(off, role) for off, role in self._confirm_configs(top) if not self._decided(off)
+                           and not self._known_invalid_off(off)]
+                if missing and self.executions + len(missing) <= cap:
+                    self._phase = "confirm"
+                    yield missing
+                    continue
+                return self._noisy_result(top, p)
+            if self.executions >= cap:
+                return self._noisy_result(top, p, exhausted=True)
+            picks: list[tuple[int, str]] = []
+            for _q, on in self._post.queries(post, count=self.workers):
+                off = self._all ^ mask_of(on)
+                if self._known_invalid_off(off) or any(off == o for o, _ in picks):
+                    continue
+                picks.append((off, "repeat" if off in self._obs else "search"))
+                if len(picks) >= min(self.workers, cap - self.executions):
+                    break
+            if not picks:
+                return self._noisy_result(top, p, exhausted=True)
+            self._phase = "noisy"
+            yield picks
+
+    def _known_invalid_off(self, off: int) -> bool:
+        obs = self._obs.get(off, ())
+        return bool(obs) and Outcome.GOOD not in obs and Outcome.BAD not in obs and Outcome.INVALID in obs
+
+    # ------------------------------------------------------------------ results
+    def _result(self, status: str, culprits: list[Culprit], message: str,
+                boundary: tuple[frozenset[str], frozenset[str]] | None = None) -> SearchResult:
+        k = sum(len(c.rules) for c in culprits) or 1
+        return SearchResult(status=status, culprits=culprits, executions=self.executions,
+                            bound=theoretical_bound(self._n, k), message=message, boundary=boundary,
+                            notes=list(self._notes))
+
+    def _det_result(self) -> SearchResult:
+        found = self._found
+        if not found:
+            if self._stuck:
+                names = ", ".join(self.candidates[i] for i in self._stuck[:8])
+                return self._result("inconclusive", [], f"Too many invalid runs to separate the last "
+                                    f"{len(self._stuck)} suspects ({names}).")
+            return self._result("inconclusive", [], "No culprit set could be isolated.")
+        culprits = [Culprit(rules=tuple(self.candidates[i] for i in S),
+                            confidence=1.0 if not (set(S) & self._unconfirmed) else 0.95,
+                            direction=self._direction or "on") for S in found]
+        if self._direction == "on":
+            union = mask_of(i for S in found for i in S)
+            last = mask_of(found[-1])
+            boundary = (self._names(union), self._names(union & ~last))
+        else:
+            boundary = (frozenset(), self._names(mask_of(found[0])))
+        parts = ["+".join(c.rules) for c in culprits]
+        kind = "turned on" if self._direction == "on" else "turned off"
+        msg = (f"Found {len(culprits)} culprit set(s) in {self.executions} runs (bound "
+               f"{theoretical_bound(self._n, sum(len(s) for s in found))}): {'; '.join(parts)} "
+               f"(bad while {kind}).")
+        if self._stuck:
+            self._notes.append(f"{len(self._stuck)} suspects could not be separated (invalid runs)")
+        return self._result("found", culprits, msg, boundary)
+
+    def _budget_result(self) -> SearchResult:
+        if self._found:
+            self._notes.append("stopped at max_executions while looking for more culprits")
+            return self._det_result()
+        return self._result("inconclusive", [], f"Stopped at the execution budget ({self._cap()}) "
+                            "before a culprit was isolated.")
+
+    def _noisy_result(self, top: int, p: float, exhausted: bool = False) -> SearchResult:
+        n = self._n
+        if p < self.confidence:
+            best = self._hyp_name(top)
+            return self._result("inconclusive", [], f"No hypothesis reached {self.confidence:.2f} within "
+                                f"{self.executions} runs; most likely: {best} (p={p:.2f}).")
+        if top == 2 * n:
+            return self._result("not_reproduced", [], f"The symptom does not reproduce (p={p:.2f}).")
+        if top == 2 * n + 1:
+            return self._result("not_fusion", [], f"The symptom is there with all candidate rules off "
+                                f"(p={p:.2f}): not caused by the switchable fusion rules.")
+        i = top if top < n else top - n
+        direction = "on" if top < n else "off"
+        name = self.candidates[i]
+        boundary = ((frozenset({name}), frozenset()) if direction == "on"
+                    else (frozenset(), frozenset({name})))
+        return self._result("found", [Culprit(rules=(name,), confidence=round(p, 4), direction=direction)],
+                            f"{name} is the culprit (bad while turned {direction}) with posterior {p:.3f} "
+                            f"after {self.executions} runs.", boundary)
+
+    def _hyp_name(self, h: int) -> str:
+        n = self._n
+        if h < n:
+            return self.candidates[h]
+        if h < 2 * n:
+            return f"{self.candidates[h - n]} (off)"
+        return "nothing wrong" if h == 2 * n else "not fusion"

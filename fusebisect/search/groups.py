@@ -1,0 +1,93 @@
+"""Group-testing bookkeeping: sets as bitmasks and what the monotone model lets us infer from observations.
+
+A configuration is tested through its *active* set: the candidates whose state can trigger the symptom (the
+rules left ON in the forward direction, the rules turned OFF in the reverse one). The model is monotone: a
+configuration is BAD iff some culprit set is entirely active. So a BAD active set makes every superset BAD
+and a GOOD active set makes every subset GOOD; nothing else is inferred.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def mask_of(indices: Iterable[int]) -> int:
+    """Return the bitmask with the given candidate indices set."""
+    m = 0
+    for i in indices:
+        m |= 1 << i
+    return m
+
+
+def bits_of(mask: int) -> list[int]:
+    """Return the candidate indices set in ``mask``, ascending."""
+    out = []
+    i = 0
+    while mask:
+        if mask & 1:
+            out.append(i)
+        mask >>= 1
+        i += 1
+    return out
+
+
+def popcount(mask: int) -> int:
+    """Return the number of candidates in ``mask``."""
+    return bin(mask).count("1")
+
+
+class Knowledge:
+    """Decisive verdicts (GOOD/BAD) per active set, with monotone inference.
+
+    ``add`` returns False when the new verdict contradicts what was known (evidence of noise or of a
+    non-monotone target); the verdict is recorded anyway.
+    """
+
+    def __init__(self) -> None:
+        self.bad: list[int] = []    # active sets judged BAD
+        self.good: list[int] = []   # active sets judged GOOD
+
+    def implied(self, active: int) -> str | None:
+        """Return 'bad' or 'good' when observations imply the verdict of ``active``, else None."""
+        for b in self.bad:
+            if b & ~active == 0:
+                return "bad"
+        for g in self.good:
+            if active & ~g == 0:
+                return "good"
+        return None
+
+    def consistent(self, active: int, verdict: str) -> bool:
+        """Return True when ``verdict`` for ``active`` agrees with every recorded verdict."""
+        if verdict == "good":
+            return not any(b & ~active == 0 for b in self.bad)
+        return not any(active & ~g == 0 for g in self.good)
+
+    def add(self, active: int, verdict: str) -> bool:
+        """Record a decisive verdict; return False if it contradicts earlier ones."""
+        ok = self.consistent(active, verdict)
+        (self.bad if verdict == "bad" else self.good).append(active)
+        return ok
+
+
+def split_choices(size: int, rng) -> list[tuple[str, int]]:
+    """Return candidate ways to split an interval of ``size`` (>= 2) elements, best first.
+
+    Each choice is ('head', h) = the first h elements, ('tail', h) = the last h, or ('rand', h) = a random
+    h-subset drawn from ``rng`` when used. Balanced splits come first; the others serve when the balanced
+    configuration was INVALID ("choose a different split").
+    """
+    half = size // 2
+    sizes = [half]
+    for d in range(1, size):
+        for h in (half + d, half - d):
+            if 1 <= h < size and h not in sizes:
+                sizes.append(h)
+    out: list[tuple[str, int]] = []
+    for h in sizes[:4]:
+        out.append(("head", h))
+        out.append(("tail", h))
+    for h in sizes[:2]:
+        out.append(("rand", h))
+        out.append(("rand", h))
+    return out

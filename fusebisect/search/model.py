@@ -1,0 +1,62 @@
+"""The search engine's vocabulary: outcomes of one execution, culprits, and the final result."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Outcome(str, Enum):
+    """What one execution of the user's command said about its configuration.
+
+    GOOD: symptom absent. BAD: symptom present. INVALID: the configuration cannot be judged (crash, compile
+    error, switch ignored) and is never counted as BAD. UNKNOWN: too noisy to call; the engine repeats it.
+    """
+
+    GOOD = "good"
+    BAD = "bad"
+    INVALID = "invalid"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class Culprit:
+    """One culprit set.
+
+    ``rules`` is one rule, or several that only misbehave together (an interaction). ``direction`` is "on"
+    when the symptom appears while these rules are on, "off" when it appears while they are turned off.
+    ``confidence`` is 1.0 for a deterministic, confirmed answer, else the posterior probability.
+    """
+
+    rules: tuple[str, ...]
+    confidence: float
+    direction: str = "on"
+
+
+@dataclass
+class SearchResult:
+    """The engine's verdict.
+
+    ``status``: 'found' | 'not_reproduced' (baseline good) | 'not_fusion' (all candidates off still bad) |
+    'inconclusive'. ``boundary`` is (good config, bad config) as OFF-sets differing only by the culprit
+    set(s), so both sides can be reproduced. ``bound`` = ceil(log2 C(n,k)) + k + 3 for reporting.
+    """
+
+    status: str
+    culprits: list[Culprit]
+    executions: int
+    bound: int
+    message: str
+    boundary: tuple[frozenset[str], frozenset[str]] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def theoretical_bound(n: int, k: int) -> int:
+    """Return ceil(log2 C(n,k)) + k + 3, the run budget reported next to the executions used.
+
+    ``k`` is clamped to [1, n]; never raises for n >= 1.
+    """
+    n = max(1, n)
+    k = min(max(1, k), n)
+    return math.ceil(math.log2(math.comb(n, k))) + k + 3 if math.comb(n, k) > 1 else k + 3
