@@ -21,7 +21,7 @@ import numpy as np
 
 from fusebisect.fsutil import atomic_write_bytes, atomic_write_text
 from fusebisect.sim.compiler import Compiled
-from fusebisect.sim.graph import SOURCE_TYPES, Graph, Node, execute
+from fusebisect.sim.graph import Graph, Node, execute
 from fusebisect.sim.kernels import run_kernel
 
 SESSION_KEY = "session_and_graph_id_0_1"
