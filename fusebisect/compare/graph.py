@@ -9,8 +9,9 @@ fusion attrs ``pass_name`` (graph fusion, a list or one string), ``pass_name_ub`
 ``_datadump_origin_output_index``, ``origin_format`` (a string, or a GE Format number turned into its name;
 ``_datadump_origin_format`` when ``origin_format`` is absent) and ``origin_shape``.
 
-Ids follow proto3: an absent ``id`` means 0, except that when no op of a graph carries an id at all, ids are
-``None`` and the ops keep file order; otherwise each graph's ops are ordered by id (stable).
+Ids follow proto3 (an absent ``id`` is 0, indistinguishable from ``id: 0``): when no op of a graph has a
+nonzero id, its ids are reported as ``None`` and the ops keep file order; otherwise each graph's ops are
+ordered by id (stable).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusebisect.compare.pbtext import RawGraph, RawOp, decode_text, parse_model_text
+from fusebisect.compare.pbtext import RawGraph, RawOp, decode_text, no_gc, parse_model_text
 from fusebisect.errors import GraphFormatError
 from fusebisect.fsutil import atomic_write_text
 
@@ -193,11 +194,14 @@ def ops_from_raw_graphs(graphs: list[RawGraph]) -> list[OpInfo]:
     out: list[OpInfo] = []
     for g in graphs:
         ops = g.ops
-        if any(op.id is not None for op in ops):
+        if any(op.id for op in ops):
             for op in ops:
                 if op.id is None:
                     op.id = 0
             ops = sorted(ops, key=lambda o: o.id)
+        else:
+            for op in ops:
+                op.id = None
         out.extend(op_from_raw(op, g.name) for op in ops)
     return out
 
@@ -446,7 +450,11 @@ def load_graph(path) -> Graph:
 
     Raises GraphFormatError for an unreadable, empty or malformed file, or a directory without Build graphs.
     """
-    p = Path(path)
+    with no_gc():
+        return _load_graph(Path(path))
+
+
+def _load_graph(p: Path) -> Graph:
     if p.is_dir():
         files = find_build_graphs(p)
         if not files:

@@ -19,6 +19,8 @@ The result is a list of :class:`RawGraph` holding :class:`RawOp` records whose a
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import re
 from dataclasses import dataclass, field
 
@@ -611,7 +613,22 @@ def parse_model_text(data: bytes, path=None) -> list[RawGraph]:
     A bare ``GraphDef`` (ops at the top level) is accepted as one graph. Raises GraphFormatError (naming
     ``path``, line and column) when the text is not valid protobuf text format.
     """
+    with no_gc():
+        try:
+            return _Parser(data, path).parse_model()
+        except RecursionError:
+            raise GraphFormatError("not a readable GE graph text: messages nested too deeply",
+                                   path=path) from None
+
+
+@contextlib.contextmanager
+def no_gc():
+    """Pause the cyclic garbage collector while building millions of small acyclic records (its full passes
+    over them would make reading a large graph superlinear); restores the previous state."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        return _Parser(data, path).parse_model()
-    except RecursionError:
-        raise GraphFormatError("not a readable GE graph text: messages nested too deeply", path=path) from None
+        yield
+    finally:
+        if enabled:
+            gc.enable()
