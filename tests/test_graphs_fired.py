@@ -1,0 +1,191 @@
+"""fusion_result.json reading and fired-rule collection, plus the inspect graph / rules fired commands."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.compare.graph import model_def_to_text
+from fusebisect.errors import GraphFormatError
+from fusebisect.proto import ge_ir_pb2
+from fusebisect.rules.fired import fired_rules, read_fusion_result, read_fusion_result_per_graph
+
+SESSION_STYLE = {
+    "session_and_graph_id_0_1": {
+        "graph_fusion": {
+            "ConvBatchnormFusionPass": {"effect_times": "2", "match_times": "3"},
+            "ZeroEffectFusionPass": {"effect_times": "0", "match_times": "5"},
+        },
+        "ub_fusion": {"AutomaticUbFusion": {"effect_times": "1", "match_times": "1", "repository_hit_times": "4"}},
+    },
+    "session_and_graph_id_0_2": {
+        "graph_fusion": {"ConvBatchnormFusionPass": {"effect_times": 1, "match_times": 1}},
+    },
+}
+GRAPHID_STYLE = {"graphId": "7", "sessionId": "0",
+                 "graph_fusion": {"ConvBatchnormFusionPass": {"effect_times": "4", "match_times": "4"}},
+                 "ub_fusion": {"TbeEltwiseFusionPass": {"effect_times": "0", "match_times": "2",
+                                                        "repository_hit_times": "0"}}}
+
+
+def _stats(path):
+    return {(s.name, s.kind): (s.match_times, s.effect_times, s.repository_hit_times, s.graphs)
+            for s in read_fusion_result(path)}
+
+
+@pytest.mark.parametrize("sep", ["", "\n", "\n\n  \t", "\r\n"])
+def test_concatenated_objects_with_any_whitespace(tmp_path, sep):
+    path = tmp_path / "fusion_result.json"
+    path.write_text(json.dumps(SESSION_STYLE, indent=4) + sep + json.dumps(GRAPHID_STYLE) + sep)
+    assert _stats(path) == {
+        ("ConvBatchnormFusionPass", "GraphFusion"):
+            (8, 7, 0, ["session_and_graph_id_0_1", "session_and_graph_id_0_2", "session_0_graph_7"]),
+        ("ZeroEffectFusionPass", "GraphFusion"): (5, 0, 0, []),
+        ("AutomaticUbFusion", "UBFusion"): (1, 1, 4, ["session_and_graph_id_0_1"]),
+        ("TbeEltwiseFusionPass", "UBFusion"): (2, 0, 0, []),
+    }
+    per_graph = read_fusion_result_per_graph(path)
+    assert list(per_graph) == ["session_and_graph_id_0_1", "session_and_graph_id_0_2", "session_0_graph_7"]
+    assert [(s.name, s.effect_times) for s in per_graph["session_and_graph_id_0_2"]] == [
+        ("ConvBatchnormFusionPass", 1)]
+
+
+def test_braces_inside_strings_do_not_split_objects(tmp_path):
+    doc = {"session_and_graph_id_0_1": {"graph_fusion": {"Weird}{Pass": {"effect_times": "1",
+                                                                          "match_times": "1"}}}}
+    path = tmp_path / "fusion_result.json"
+    path.write_text(json.dumps(doc) + json.dumps(doc))
+    assert _stats(path) == {("Weird}{Pass", "GraphFusion"): (2, 2, 0, ["session_and_graph_id_0_1"])}
+
+
+@pytest.mark.parametrize("content, reason", [
+    ("", "empty file"),
+    ("   \n", "empty file"),
+    ('{"session_and_graph_id_0_1": {"graph_fusion": {', "line 1, column"),
+    ('{"a": 1}\n{"b": ', "line 2, column"),
+    ("[1, 2]", "expected an object"),
+    ('{"graphId": "1", "graph_fusion": []}', "is not an object"),
+    ('{"graphId": "1", "graph_fusion": {"P": {"effect_times": "x"}}}', "is not a count"),
+    ('{"graphId": "1", "graph_fusion": {"P": {"effect_times": -1}}}', "negative"),
+    ('{"graphId": "1", "graph_fusion": {"P": 3}}', "is not an object"),
+])
+def test_malformed_fusion_result(tmp_path, content, reason):
+    path = tmp_path / "fusion_result.json"
+    path.write_text(content)
+    with pytest.raises(GraphFormatError) as info:
+        read_fusion_result(path)
+    assert reason in str(info.value) and str(info.value).startswith(str(path))
+
+
+def _graph_text(ops) -> str:
+    m = ge_ir_pb2.ModelDef(name="net")
+    g = m.graph.add(name="ge_default_1")
+    for i, (name, passes, ub) in enumerate(ops):
+        op = g.op.add(name=name, type="Conv2D", id=i + 1)
+        if passes:
+            op.attr["pass_name"].list.s.extend(p.encode() for p in passes)
+        if ub:
+            op.attr["pass_name_ub"].s = ub.encode()
+        op.output_desc.add().attr["_datadump_origin_name"].s = name.encode()
+    return model_def_to_text(m)
+
+
+def test_fired_rules_from_a_work_directory(tmp_path):
+    work = tmp_path / "ascend_work"
+    (work / "sub").mkdir(parents=True)
+    (work / "sub" / "fusion_result.json").write_text(json.dumps(SESSION_STYLE) + "\n" + json.dumps(GRAPHID_STYLE))
+    graphs = tmp_path / "ascend_work" / "graphs"
+    graphs.mkdir()
+    (graphs / "ge_proto_00000100_graph_1_Build.txt").write_text(_graph_text([
+        ("a", ["ConvBatchnormFusionPass", "OnlyInGraphPass"], "TbeEltwiseFusionPass"),
+        ("b", ["OnlyInGraphPass"], None), ("c", [], None)]))
+    (graphs / "ge_proto_00000050_PreRunBegin.txt").write_text(_graph_text([("z", ["NotBuildStagePass"], None)]))
+    got = {n: (s.kind, s.effect_times, s.match_times) for n, s in fired_rules(work).items()}
+    assert got == {
+        "AutomaticUbFusion": ("UBFusion", 1, 1),
+        "ConvBatchnormFusionPass": ("GraphFusion", 7, 8),
+        "OnlyInGraphPass": ("GraphFusion", 2, 2),         # counted from the ops carrying it
+        "TbeEltwiseFusionPass": ("UBFusion", 1, 1),       # effect 0 in the statistics, but on a Build op
+    }
+    assert "ZeroEffectFusionPass" not in got and "NotBuildStagePass" not in got
+
+
+def test_fired_rules_of_single_files_and_empty_dir(tmp_path):
+    res = tmp_path / "stats.json"
+    res.write_text(json.dumps(GRAPHID_STYLE))
+    assert list(fired_rules(res)) == ["ConvBatchnormFusionPass"]
+    g = tmp_path / "graph.txt"
+    g.write_text(_graph_text([("a", ["P"], "U")]))
+    assert {n: s.kind for n, s in fired_rules(g).items()} == {"P": "GraphFusion", "U": "UBFusion"}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(GraphFormatError, match="no fusion_result.json"):
+        fired_rules(empty)
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def test_cli_rules_fired_json_and_table(tmp_path, capsys):
+    res = tmp_path / "fusion_result.json"
+    res.write_text(json.dumps(SESSION_STYLE))
+    assert main(["rules", "fired", str(res), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"rules": [
+        {"name": "AutomaticUbFusion", "kind": "UBFusion", "effect_times": 1, "match_times": 1},
+        {"name": "ConvBatchnormFusionPass", "kind": "GraphFusion", "effect_times": 3, "match_times": 4}]}
+    assert main(["rules", "fired", str(res)]) == 0
+    out = capsys.readouterr().out
+    assert "ConvBatchnormFusionPass" in out and "ZeroEffectFusionPass" not in out
+
+
+def test_cli_inspect_graph_op_json(tmp_path, capsys):
+    g = tmp_path / "ge_proto_00000001_Build.txt"
+    g.write_text(_graph_text([("layer1/conv.fused", ["ConvBatchnormFusionPass"], "AutomaticUbFusion"),
+                              ("relu", [], None)]))
+    assert main(["inspect", "graph", str(g), "--op", "layer1/conv.fused", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc == {"name": "layer1/conv.fused", "type": "Conv2D", "id": 1, "graph": "ge_default_1",
+                   "pass_names": ["ConvBatchnormFusionPass"], "ub_pass_name": "AutomaticUbFusion",
+                   "original_op_names": [], "inputs": [],
+                   "outputs": [{"index": 0, "origin_name": "layer1/conv.fused", "origin_output_index": None,
+                                "origin_format": None, "origin_shape": None}]}
+    # the dump-file spelling of the name finds the op too
+    assert main(["inspect", "graph", str(g), "--op", "layer1_conv_fused", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "layer1/conv.fused"
+    assert main(["inspect", "graph", str(g), "--op", "layer1/conv.fused"]) == 0
+    out = capsys.readouterr().out
+    assert "ConvBatchnormFusionPass" in out and "AutomaticUbFusion" in out
+
+
+def test_cli_inspect_graph_unknown_op_suggests(tmp_path, capsys):
+    g = tmp_path / "g.txt"
+    g.write_text(_graph_text([("conv1_fused", ["P"], None), ("relu1", [], None)]))
+    assert main(["inspect", "graph", str(g), "--op", "conv1_fuse"]) == 1
+    assert "did you mean conv1_fused" in capsys.readouterr().err
+
+
+def test_cli_inspect_graph_list(tmp_path, capsys):
+    g = tmp_path / "g.txt"
+    g.write_text(_graph_text([("conv1_fused", ["P"], None), ("relu1", [], None)]))
+    assert main(["inspect", "graph", str(g), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["op_count"], doc["fused_count"], doc["graphs"]) == (2, 1, ["ge_default_1"])
+    assert [o["name"] for o in doc["ops"]] == ["conv1_fused", "relu1"]
+    assert main(["inspect", "graph", str(g), "--fused"]) == 0
+    out = capsys.readouterr().out
+    assert "conv1_fused" in out and "relu1" not in out
+
+
+@pytest.mark.parametrize("cmd, content", [
+    (["inspect", "graph"], b""),
+    (["inspect", "graph"], b"graph { op { name: \"x\" "),
+    (["rules", "fired"], b'{"graphId": "1", "graph_fusion": {'),
+    (["rules", "fired"], b""),
+])
+def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, cmd, content):
+    path = tmp_path / "fusion_result.json" if cmd[0] == "rules" else tmp_path / "g.txt"
+    path.write_bytes(content)
+    assert main([*cmd, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"fusebisect: error: {path}") and err.count("\n") == 1 and "Traceback" not in err
