@@ -79,8 +79,9 @@ class TensorRecord:
     address: int = 0
     sub_format: int = 0
     original_op: tuple[str, int] | None = None  # outputs: (original op name, output index)
-    _raw: Callable[[], np.ndarray] | None = field(default=None, repr=False, compare=False)
-    _path: Path | None = field(default=None, repr=False, compare=False)
+    # not dataclass fields (so asdict/JSON and equality see only the description): set by _record()
+    _raw = None  # Callable[[], np.ndarray] giving the tensor's bytes
+    _path = None  # the dump file, for error messages
 
     @property
     def dtype_name(self) -> str:
@@ -124,6 +125,15 @@ class TensorRecord:
                                   path=self._path) from None
 
 
+def _record(kind, index, dtype, fmt, shape, original_shape, size, address=0, sub_format=0, original_op=None,
+            raw=None, path=None) -> TensorRecord:
+    rec = TensorRecord(kind, index, dtype, fmt, tuple(shape), original_shape, size, address, sub_format,
+                       original_op)
+    rec._raw = raw
+    rec._path = path
+    return rec
+
+
 @dataclass
 class DumpFile:
     """One parsed dump file (header only; tensor bytes stay on disk until asked for)."""
@@ -146,17 +156,24 @@ class DumpFile:
 # ---------------------------------------------------------------------------------------------- reading
 
 def _mapped(path: Path, offset: int, size: int) -> Callable[[], np.ndarray]:
+    """A loader mapping only the pages that hold ``size`` bytes at ``offset``."""
+
     def load() -> np.ndarray:
+        start = offset - offset % mmap.ALLOCATIONGRANULARITY
         try:
             with open(path, "rb") as handle:
-                mm = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                if os.fstat(handle.fileno()).st_size < offset + size:
+                    raise DumpFormatError("file shrank since it was read")
+                mm = mmap.mmap(handle.fileno(), offset + size - start, offset=start, **_MAP_ARGS)
         except (OSError, ValueError) as exc:
             raise DumpFormatError(f"cannot map file: {exc}") from None
-        if len(mm) < offset + size:
-            raise DumpFormatError(f"file shrank to {len(mm)} bytes since it was read")
-        return np.frombuffer(mm, dtype=np.uint8, count=size, offset=offset)
+        return np.frombuffer(mm, dtype=np.uint8, count=size, offset=offset - start)
 
     return load
+
+
+# MAP_POPULATE was measured slower than faulting pages in on first touch (benchmarks/bench_dump_read.py)
+_MAP_ARGS: dict = {"access": mmap.ACCESS_READ}
 
 
 def _inline(data: bytes) -> Callable[[], np.ndarray]:
@@ -234,18 +251,18 @@ def _records_from_proto(msg, path: Path, sources: Callable[[object], Callable[[]
                         sizes: Callable[[object], int]):
     inputs, outputs, buffers, spaces = [], [], [], []
     for i, t in enumerate(msg.input):
-        inputs.append(TensorRecord("input", i, int(t.data_type), int(t.format), _dims(t.shape),
+        inputs.append(_record("input", i, int(t.data_type), int(t.format), _dims(t.shape),
                                    _dims(t.original_shape) if t.HasField("original_shape") else None,
                                    sizes(t), int(t.address), int(t.sub_format), None, sources(t), path))
     for i, t in enumerate(msg.output):
         orig = (t.original_op.name, int(t.original_op.output_index)) if t.HasField("original_op") else None
-        outputs.append(TensorRecord("output", i, int(t.data_type), int(t.format), _dims(t.shape),
+        outputs.append(_record("output", i, int(t.data_type), int(t.format), _dims(t.shape),
                                     _dims(t.original_shape) if t.HasField("original_shape") else None,
                                     sizes(t), int(t.address), int(t.sub_format), orig, sources(t), path))
     for kind, group, out in (("buffer", msg.buffer, buffers), ("space", msg.space, spaces)):
         for i, t in enumerate(group):
             n = sizes(t)
-            out.append(TensorRecord(kind, i, _dt.DT_UINT8, FORMAT_ND, (n,), None, n, _raw=sources(t), _path=path))
+            out.append(_record(kind, i, _dt.DT_UINT8, FORMAT_ND, (n,), None, n, raw=sources(t), path=path))
     return inputs, outputs, buffers, spaces
 
 
@@ -337,13 +354,13 @@ def _read_nano(path: Path, header: bytes, size: int) -> DumpFile:
     inputs, outputs = [], []
     for i, (f, tlv) in enumerate(in_descs):
         data_type, fmt, _atype, address, _off, nbytes, _ = f
-        inputs.append(TensorRecord("input", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
+        inputs.append(_record("input", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
                                    nbytes, address, 0, None, _mapped(path, offset, nbytes), path))
         offset += nbytes
     for i, (f, tlv) in enumerate(out_descs):
         data_type, fmt, _atype, orig_index, _odt, _ofmt, address, _off, nbytes, _ = f
         orig = (tlv[2], orig_index) if 2 in tlv else None
-        outputs.append(TensorRecord("output", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
+        outputs.append(_record("output", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
                                     nbytes, address, 0, orig, _mapped(path, offset, nbytes), path))
         offset += nbytes
     op_name, stamp = _name_fields(path)
@@ -420,8 +437,8 @@ def _read_npy(path: Path, handle) -> DumpFile:
     match = _GOLDEN_NAME.match(path.name)
     op_name = match["op"] if match else path.name[:-4] if path.name.endswith(".npy") else path.name
     stamp = int(match["ts"]) if match else 0
-    record = TensorRecord("output", 0, dt, FORMAT_ND, tuple(int(d) for d in shape), tuple(int(d) for d in shape),
-                          nbytes, _raw=load, _path=path)
+    record = _record("output", 0, dt, FORMAT_ND, tuple(int(d) for d in shape), tuple(int(d) for d in shape),
+                     nbytes, raw=load, path=path)
     return DumpFile(path, "npy", op_name, "2.0", stamp, [], [record], [], [])
 
 
