@@ -303,3 +303,14 @@ def test_cli_error_is_one_line_exit_2(tmp_path, capsys):
     assert rc == 2
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fusebisect: error: ") and str(path) in lines[0]
+
+
+def test_nano_dtype_without_proto_equivalent_is_named(tmp_path):
+    blob = bytearray(NANO_SAMPLE)
+    blob[0x1C:0x20] = (13).to_bytes(4, "little")  # input 0 data_type: nano 13 (DT_STRING)
+    path = tmp_path / "Add.add1.1.0.1700000000000002"
+    path.write_bytes(bytes(blob))
+    inp = read_dump(path).inputs[0]
+    assert inp.dtype_name == "nano_dtype_13"
+    with pytest.raises(DumpFormatError, match="input 0: unsupported data type nano_dtype_13"):
+        inp.array()

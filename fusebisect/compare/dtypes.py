@@ -70,6 +70,7 @@ NANO_TO_PROTO: dict[int, int] = {
     23: DT_RESOURCE, 27: DT_BF16, 28: DT_UNDEFINED, 29: DT_INT4, 30: DT_UINT1,
 }
 PROTO_TO_NANO: dict[int, int] = {proto: nano for nano, proto in NANO_TO_PROTO.items()}
+NANO_UNKNOWN_BASE = 1000  # a nano dtype with no proto equivalent n is recorded as NANO_UNKNOWN_BASE + n
 
 _PACKED = {DT_UINT1: 8, DT_INT4: 2}  # elements per byte
 
@@ -78,10 +79,12 @@ def dtype_name(dt: int) -> str:
     """Return the numpy-style name of proto dtype ``dt`` ('float32', 'bfloat16', 'int4', ...).
 
     Known but undecodable dtypes get their proto name in lower case without ``DT_`` ('float8_e8m0', 'qint8');
-    values outside the enum return ``'dtype_<n>'``. Never raises.
+    untranslatable nano dtypes ``'nano_dtype_<n>'``; other values ``'dtype_<n>'``. Never raises.
     """
     if dt in _STORAGE:
         return _STORAGE[dt][0]
+    if dt >= NANO_UNKNOWN_BASE:
+        return f"nano_dtype_{dt - NANO_UNKNOWN_BASE}"
     try:
         return _dd.OutputDataType.Name(dt)[3:].lower()
     except ValueError:

@@ -374,7 +374,7 @@ class _NanoError(Exception):
 def _nano_dtype(value: int) -> int:
     """nano dtype -> proto dtype; unknown values are kept out of the proto range so array() names them."""
     proto = _dt.NANO_TO_PROTO.get(value)
-    return proto if proto is not None else 1000 + value
+    return proto if proto is not None else _dt.NANO_UNKNOWN_BASE + value
 
 
 def _nano_tlnvs(view: memoryview, pos: int, length: int) -> tuple[dict, int]:
