@@ -70,8 +70,9 @@ def _render(report) -> None:
             body.add_row(f"original ops: {', '.join(ov.original_ops)}")
         if ov.inputs or ov.outputs:
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-            for col in ("tensor", "shape", "dtype", "min", "max", "mean", "NaN/+Inf/-Inf/65504"):
+            for col in ("tensor", "shape", "dtype", "min", "max", "mean"):
                 table.add_column(col, justify="left" if col in ("tensor", "dtype") else "right", no_wrap=True)
+            table.add_column("NaN/+Inf/ -Inf/65504", justify="right")  # header may wrap, values stay whole
             for st in ov.inputs + ov.outputs:
                 if st.error:
                     table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, st.error, "", "", "",
