@@ -24,7 +24,7 @@ margin-top:2rem}
 .verdict.clean,.verdict.not_reproduced{background:#e8f5e9;border-left:6px solid #2e7d32}
 .verdict.not_fusion,.verdict.inconclusive,.verdict.running{background:#fff8e1;border-left:6px solid #f9a825}
 table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0;width:100%}
-th,td{border:1px solid #e0e0e0;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th,td{border:1px solid #e0e0e0;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 th{background:#f5f5f5}tr.hl td{background:#ffebee;font-weight:600}
 td.good{color:#2e7d32;font-weight:600}td.bad{color:#c62828;font-weight:600}td.invalid{color:#757575}
 td.unknown{color:#f57f17}
@@ -92,7 +92,8 @@ def _fmt(value: Any, digits: int = 6) -> str:
 
 def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, threshold: float | None) -> str:
     """Cosine similarity per compared tensor along execution order, first divergence marked (plot + summary)."""
-    labels = [f"{r.get('op')}:{r.get('tensor', '')}" for r in rows]
+    rows = [r for r in rows if r.get("cosine") is not None]  # unmatched tensors have no similarity to plot
+    labels = [str(r.get("tensor") or r.get("op")) for r in rows]
     cosines = [r.get("cosine") for r in rows]
     index = None
     if first:

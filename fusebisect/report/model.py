@@ -8,14 +8,18 @@ was learned so far.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from fusebisect.errors import FusebisectError
+from fusebisect.runner.journal import JOURNAL_NAME, Journal, decode_float
 
 
 @dataclass
 class TrialView:
     """One execution of the user's command."""
 
-    number: int  # 1-based, in journal order
+    number: int  # 1-based execution index (journal order when the record has none)
     role: str  # reference | baseline | search | confirm | verify | repeat
     off: list[str]  # candidate rules turned off
     outcome: str  # good | bad | invalid | unknown
@@ -64,12 +68,12 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.candidates = list(rec.get("candidates") or [])
         elif event == "trial":
             view.trials.append(TrialView(
-                number=len(view.trials) + 1,
+                number=int(rec.get("index") or len(view.trials) + 1),
                 role=str(rec.get("role") or "search"),
                 off=sorted(rec.get("off") or []),
                 outcome=str(rec.get("outcome") or "unknown"),
-                metric=rec.get("metric"),
-                curve=[float(v) for v in (rec.get("curve") or []) if v is not None],
+                metric=decode_float(rec.get("metric")),
+                curve=[decode_float(v) for v in (rec.get("curve") or []) if v is not None],
                 seconds=float(rec.get("seconds") or 0.0),
                 reason=str(rec.get("reason") or ""),
                 ignored=list(rec.get("ignored") or []),
@@ -82,4 +86,37 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.dumps = {k: v for k, v in rec.items() if k != "event"}
         elif event == "result":
             view.result = {k: v for k, v in rec.items() if k != "event"}
+    if view.result:
+        # verdicts settled after the fact (a baseline judged once the reference ran) live in the result
+        final = {t.get("index"): t for t in view.result.get("trials") or [] if isinstance(t, dict)}
+        for t in view.trials:
+            settled = final.get(t.number)
+            if settled and settled.get("outcome"):
+                t.outcome = str(settled["outcome"])
+                t.reason = str(settled.get("reason") or "")
     return view
+
+
+def load_run_view(workdir: str | Path) -> RunView:
+    """Read ``WORKDIR/journal.jsonl`` into a :class:`RunView`.
+
+    Raises FusebisectError when the directory holds no journal (not a fusebisect workdir)."""
+    workdir = Path(workdir)
+    if not workdir.is_dir():
+        raise FusebisectError("not a directory (give the --workdir of a fusebisect run)", path=workdir)
+    journal = Journal(workdir / JOURNAL_NAME)
+    records = journal.load()
+    if not records:
+        raise FusebisectError(f"no {JOURNAL_NAME} here: not the workdir of a fusebisect run", path=workdir)
+    return view_from_records(records)
+
+
+def production_cfg_text(view: RunView) -> str | None:
+    """The text of the production fusion_switch.cfg the run wrote, if it is still there."""
+    path = (view.result or {}).get("switch_file")
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None

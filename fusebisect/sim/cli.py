@@ -10,7 +10,8 @@ import sys
 from fusebisect.errors import FusebisectError
 from fusebisect.sim.options import build_parser, resolve
 
-USAGE = "usage: python -m fusebisect.sim train [options]   (a SIMULATOR for demos and tests; train --help)"
+USAGE = ("usage: python -m fusebisect.sim train [options]   (a SIMULATOR for demos and tests; train --help)\n"
+         "       python -m fusebisect.sim check [--log F] [--rtol R]   (its accuracy check; check --help)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +23,16 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(build_parser().format_help())
         return 0 if args else 2
+    if args[0] == "check":
+        try:
+            from fusebisect.sim.check import main as check_main
+
+            return check_main(args[1:])
+        except SystemExit as exc:
+            return int(exc.code or 0)
+        except FusebisectError as exc:
+            print(f"fusebisect: error: {exc}", file=sys.stderr)
+            return 2
     if args[0] != "train":
         print(f"fusebisect.sim: error: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2

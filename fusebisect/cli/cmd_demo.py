@@ -1,0 +1,123 @@
+"""``fusebisect demo``: watch fusebisect find a guilty fusion rule in a simulated Ascend training job.
+
+The target is ``fusebisect.sim`` (a numpy simulator of a CANN training job, for demos and tests): one of its
+fusion rules is made faulty, and a complete ``fusebisect run`` searches for it with the chosen oracle.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fusebisect.cli import common
+from fusebisect.errors import UsageError
+
+HELP = """Run a complete fusebisect search against the built-in SIMULATED training job (fusebisect.sim).
+
+A seeded faulty fusion rule (--faulty NAME, else a random one of the simulator's real CANN rule names) makes the
+simulated loss drift; fusebisect finds it, verifies the production fusion_switch.cfg and prints the report.
+--mode picks the oracle: metric (the loss printed by the job), dumps (tensor dumps compared with the all-off
+reference, fused ops mapped through the GE graphs), or check (a separate check command, git-bisect exit codes).
+
+Example:  fusebisect demo --mode dumps --faulty LayerNormFusionPass --workdir demo-work
+"""
+
+MODES = ("metric", "dumps", "check")
+
+
+def demo_rules() -> list[str]:
+    """The simulated rules a demo can make faulty: on by default and allowed to be switched off."""
+    from fusebisect.rules.catalog import default_catalog
+    from fusebisect.sim import RULES
+
+    catalog = default_catalog()
+    usable = []
+    for name in RULES:
+        rule = catalog.get(name)
+        if rule is not None and rule.can_disable and rule.default == "on":
+            usable.append(name)
+    return usable
+
+
+def demo_options(mode: str, faulty: str, workdir: Path, *, steps: int, seed: int):
+    """The RunOptions of a demo run (the same ones a user would pass to ``fusebisect run``)."""
+    from fusebisect.runner.session import RunOptions
+
+    command = [sys.executable, "-m", "fusebisect.sim", "train", "--faulty", faulty, "--steps", str(steps),
+               "--seed", str(seed)]
+    kwargs: dict = {}
+    if mode == "metric":
+        kwargs = {"metric": r"loss ([0-9.]+)", "metric_mode": "curve", "rtol": 1e-3}
+    elif mode == "dumps":
+        command += ["--dump-step", "0"]
+        kwargs = {"dumps": True}
+    else:
+        kwargs = {"check": " ".join([sys.executable, "-m", "fusebisect.sim", "check", "--rtol", "1e-3"])}
+    return RunOptions(command=command, workdir=workdir, fresh=True, **kwargs)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo", help=HELP)
+    def demo(
+        faulty: Annotated[Optional[str], typer.Option(help="The simulated rule to make faulty (default: random).")
+                          ] = None,
+        mode: Annotated[str, typer.Option(help="Oracle: metric, dumps or check.")] = "metric",
+        workdir: Annotated[Optional[Path], typer.Option(help="Keep the run here (journal, trials, reports); "
+                                                             "default: a temporary dir removed at the end.")
+                           ] = None,
+        steps: Annotated[int, typer.Option(help="Training steps of the simulated job.")] = 20,
+        seed: Annotated[Optional[int], typer.Option(help="Seed for the choice of the faulty rule.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
+    ) -> None:
+        from fusebisect.report import write_run_reports
+        from fusebisect.runner.result import render_report
+        from fusebisect.runner.session import Interrupted, Progress, Session
+
+        if mode not in MODES:
+            raise UsageError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
+        usable = demo_rules()
+        if faulty is None:
+            faulty = random.Random(seed).choice(usable)
+        elif faulty not in usable:
+            from fusebisect.sim import RULES
+
+            why = "is not simulated" if faulty not in RULES else "cannot be switched off or is off by default"
+            raise UsageError(f"--faulty {faulty}: {why}; choose one of {', '.join(usable)}")
+        keep = workdir is not None
+        root = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="fusebisect-demo-"))
+        common.log(f"[bold]fusebisect demo[/bold]: the SIMULATED job has a faulty fusion rule (hidden from the "
+                   f"search: {faulty}); oracle: {mode}; workdir: {root}")
+        try:
+            opts = demo_options(mode, faulty, root, steps=steps, seed=seed or 0)
+            session = Session(opts, progress=Progress(quiet=common.state.quiet))
+            try:
+                res = session.run()
+            except Interrupted as exc:
+                print(f"fusebisect: {exc}", file=sys.stderr)
+                raise typer.Exit(130)
+            html_path, md_path = write_run_reports(root)
+            if as_json:
+                common.print_json({**res.run_json, "demo": {"faulty": faulty, "mode": mode}})
+            else:
+                render_report(common.out(), res)
+                if res.run_json.get("switch_file"):
+                    common.out().print(Path(res.run_json["switch_file"]).read_text(encoding="utf-8"), end="",
+                                       markup=False, highlight=False)
+                found = [r for c in res.run_json.get("culprits", []) for r in c.get("rules", [])]
+                verdict = "[green]correct[/green]" if found == [faulty] else "[red]wrong[/red]"
+                common.out().print(f"demo: the faulty rule was {faulty}; fusebisect named "
+                                   f"{', '.join(found) or 'nothing'}: {verdict}")
+                if keep:
+                    common.out().print(f"reports: {html_path} and {md_path}", soft_wrap=True)
+                else:
+                    common.out().print("(use --workdir DIR to keep the journal and the HTML/Markdown reports)")
+            raise typer.Exit(res.exit_code)
+        finally:
+            if not keep:
+                shutil.rmtree(root, ignore_errors=True)

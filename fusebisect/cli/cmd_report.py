@@ -1,0 +1,71 @@
+"""``fusebisect report WORKDIR``: re-render a finished or interrupted run from its journal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Optional
+
+import typer
+
+from fusebisect.cli import common
+
+HELP = """Re-render a finished or interrupted run from its journal (WORKDIR/journal.jsonl).
+
+Terminal report by default; --json prints the run JSON; --html FILE writes the self-contained HTML report
+(plots inline, no network); --markdown FILE writes the Markdown report.
+
+Example:  fusebisect report fusebisect-work --html report.html
+"""
+
+
+def _partial_run_json(view, workdir: Path) -> dict:
+    """The run JSON of a run that has no result yet (interrupted): what was executed so far."""
+    return {
+        "status": "running",
+        "message": "the run has not finished: rerun the same fusebisect run command to resume",
+        "culprits": [],
+        "executions": len(view.trials),
+        "bound": None,
+        "candidates": len(view.candidates),
+        "candidate_rules": list(view.candidates),
+        "switch_file": None,
+        "verify": None,
+        "trials": [{"index": t.number, "config_off": t.off, "outcome": t.outcome, "metric": t.metric,
+                    "seconds": t.seconds, "role": t.role, "reason": t.reason} for t in view.trials],
+        "repro": None,
+        "excluded": [],
+        "journal": str(workdir / "journal.jsonl"),
+    }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report", help=HELP)
+    def report(
+        workdir: Annotated[Path, typer.Argument(help="The --workdir of a fusebisect run.")] = Path("fusebisect-work"),
+        as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON.")] = False,
+        html: Annotated[Optional[Path], typer.Option("--html", help="Write the HTML report here.")] = None,
+        markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write the Markdown report here.")
+                            ] = None,
+    ) -> None:
+        from fusebisect.fsutil import atomic_write_text
+        from fusebisect.report.html import render_run
+        from fusebisect.report.markdown import render_run_markdown
+        from fusebisect.report.model import load_run_view, production_cfg_text
+        from fusebisect.rules.catalog import default_catalog
+        from fusebisect.runner.result import render_report
+
+        view = load_run_view(workdir)
+        run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))
+        cfg = production_cfg_text(view)
+        if html is not None:
+            atomic_write_text(html, render_run(view, catalog=default_catalog(), production_cfg=cfg))
+            common.log(f"wrote {html}")
+        if markdown is not None:
+            atomic_write_text(markdown, render_run_markdown(view, catalog=default_catalog(), production_cfg=cfg))
+            common.log(f"wrote {markdown}")
+        if as_json:
+            common.print_json(run_json)
+        elif html is None and markdown is None:
+            render_report(common.out(), SimpleNamespace(run_json=run_json, notes=[]))
+        raise typer.Exit(0 if run_json.get("status") == "found" else 1)

@@ -1,0 +1,128 @@
+"""fusebisect demo, the run reports (HTML/Markdown) and `fusebisect report` re-rendering from a journal."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fusebisect.cli.app import main
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def demo_dumps(tmp_path_factory) -> Path:
+    """One finished demo run with the dumps oracle, kept in a workdir (shared by the report tests)."""
+    workdir = tmp_path_factory.mktemp("demo") / "work"
+    rc = main(["--quiet", "demo", "--mode", "dumps", "--faulty", "GeluFusionPass", "--workdir", str(workdir),
+               "--json"])
+    assert rc == 0
+    return workdir
+
+
+@pytest.mark.parametrize("mode", ["metric", "check"])
+def test_demo_finds_the_faulty_rule(mode, capsys):
+    rc = main(["--quiet", "demo", "--mode", mode, "--faulty", "LayerNormFusionPass", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["status"] == "found"
+    assert [c["rules"] for c in out["culprits"]] == [["LayerNormFusionPass"]]
+    assert out["demo"] == {"faulty": "LayerNormFusionPass", "mode": mode}
+    assert out["verify"]["outcome"] == "good"
+
+
+def test_demo_with_dumps_writes_reports_and_production_cfg(demo_dumps):
+    result = json.loads((demo_dumps / "result.json").read_text())
+    assert [c["rules"] for c in result["culprits"]] == [["GeluFusionPass"]]
+    cfg = json.loads((demo_dumps / "fusion_switch.cfg").read_text())
+    assert cfg == {"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}
+    assert (demo_dumps / "report.html").is_file() and (demo_dumps / "report.md").is_file()
+
+
+def test_demo_random_rule_is_reproducible_by_seed(capsys):
+    assert main(["--quiet", "demo", "--seed", "3", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["status"] == "found"
+    assert [c["rules"] for c in first["culprits"]] == [[first["demo"]["faulty"]]]
+
+
+def test_demo_rejects_a_rule_it_cannot_use(capsys):
+    assert main(["demo", "--faulty", "AReduceSumFusionPass"]) == 2  # forbidden-close: cannot be switched off
+    err = capsys.readouterr().err
+    assert "AReduceSumFusionPass" in err and "cannot be switched off" in err
+    assert main(["demo", "--mode", "nonsense"]) == 2
+
+
+def test_html_report_content(demo_dumps):
+    html = (demo_dumps / "report.html").read_text()
+    assert "Culprit found:</b> GeluFusionPass" in html
+    assert "gelu usion pass" in html or "GraphFusion" in html  # catalog facts shown next to the culprit
+    # plots: dump cosine along ops and the search timeline (the dumps oracle has no metric curve)
+    assert html.count("<svg") == 2
+    assert "first divergence" in html
+    assert "Production fusion_switch.cfg" in html and '&quot;GeluFusionPass&quot;: &quot;off&quot;' in html
+    assert "# good" in html and "# bad" in html
+    # self-contained: no external URL anywhere, no scripts
+    assert not re.search(r"https?://", html)
+    assert "<script" not in html and "<link" not in html
+
+
+def test_html_report_has_metric_curves_for_a_metric_run(tmp_path):
+    workdir = tmp_path / "w"
+    assert main(["--quiet", "demo", "--mode", "metric", "--faulty", "MulAddFusionPass", "--workdir",
+                 str(workdir), "--json"]) == 0
+    html = (workdir / "report.html").read_text()
+    assert html.count("<svg") == 2  # metric curves + timeline
+    for label in ("baseline (all rules at default)", "reference (candidates off)", "final (culprits off)"):
+        assert label in html
+
+
+def test_report_command_rerenders_from_the_journal(demo_dumps, tmp_path, capsys):
+    out_html, out_md = tmp_path / "r.html", tmp_path / "r.md"
+    assert main(["report", str(demo_dumps), "--html", str(out_html), "--markdown", str(out_md)]) == 0
+    assert out_html.read_text() == (demo_dumps / "report.html").read_text()
+    md = out_md.read_text()
+    assert "**Culprit found:** GeluFusionPass" in md and "| verify |" in md
+    assert main(["report", str(demo_dumps), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "found"
+
+
+def test_report_of_an_interrupted_run(demo_dumps, tmp_path, capsys):
+    work = tmp_path / "cut"
+    work.mkdir()
+    lines = (demo_dumps / "journal.jsonl").read_text().splitlines()
+    keep = [ln for ln in lines if json.loads(ln)["event"] != "result"][:4]
+    (work / "journal.jsonl").write_text("\n".join(keep) + "\n")
+    assert main(["report", str(work), "--json"]) == 1
+    partial = json.loads(capsys.readouterr().out)
+    assert partial["status"] == "running" and partial["culprits"] == []
+    assert main(["report", str(work), "--html", str(work / "r.html")]) == 1
+    assert "Run not finished" in (work / "r.html").read_text()
+
+
+def test_report_of_a_dir_without_journal(tmp_path, capsys):
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path) in err and "journal" in err and "Traceback" not in err
+
+
+def test_html_renders_in_headless_chromium(demo_dumps, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if chromium is None:
+        pytest.skip("headless Chromium is not installed (.ci/run installs it)")
+    shot = tmp_path / "report.png"
+    proc = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                           "--window-size=1200,2400", f"--screenshot={shot}",
+                           (demo_dumps / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert shot.stat().st_size > 20_000  # a real page was painted, not a blank error page
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", "--dump-dom",
+                          (demo_dumps / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0
+    assert "Culprit found:" in dom.stdout and dom.stdout.count("<svg") == 2

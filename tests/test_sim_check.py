@@ -1,0 +1,29 @@
+"""The simulator's accuracy check (the demo's --check command): git-bisect exit codes on real losses."""
+
+import subprocess
+import sys
+
+from fusebisect.sim.check import main as check_main
+
+
+def _train(tmp_path, *extra):
+    proc = subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "8", *extra],
+                          capture_output=True, text=True, cwd=tmp_path, check=True)
+    log = tmp_path / f"log{len(list(tmp_path.glob('log*')))}.txt"
+    log.write_text(proc.stdout)
+    return log
+
+
+def test_check_passes_correct_kernels_and_fails_a_faulty_one(tmp_path, capsys):
+    assert check_main(["--log", str(_train(tmp_path))]) == 0
+    assert check_main(["--log", str(_train(tmp_path, "--faulty", "MatMulBiasAddFusionPass"))]) == 1
+    assert "bad" in capsys.readouterr().out
+
+
+def test_check_reads_the_trial_dir_and_skips_without_losses(tmp_path, monkeypatch):
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (trial / "stdout.log").write_text("compile failed\n")
+    monkeypatch.setenv("FUSEBISECT_TRIAL_DIR", str(trial))
+    assert check_main([]) == 125
+    assert check_main(["--log", str(tmp_path / "missing.log")]) == 125
