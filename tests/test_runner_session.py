@@ -200,10 +200,13 @@ def test_metric_oracle_finds_the_culprit_and_writes_the_production_cfg(target, t
     assert cfg == {"Switch": {"UBFusion": {RULES[3]: "off"}}}  # in its catalog section, nothing else
     assert j["verify"]["outcome"] == "good"
     roles = [t["role"] for t in j["trials"]]
-    assert roles[0] == "baseline" and roles[1] == "reference" and roles[-1] == "verify"
+    assert roles[0] == "baseline" and roles[1] == "reference"
+    # the search already ran "culprit off, everything else on" and it was good: that run is the verification
+    confirm = [t for t in j["trials"] if t["config_off"] == [RULES[3]]]
+    assert len(confirm) == 1 and j["verify"]["trial_dir"] == confirm[0]["trial_dir"]
     # executions: one per configuration, never repeated (the baseline is reused, not rerun)
     offs = [tuple(c["off"]) for c in target.calls()]
-    assert len(offs[:-1]) == len(set(offs[:-1]))
+    assert len(offs) == len(set(offs))
     assert j["executions"] == len(target.calls())
     assert (tmp_path / "w" / "result.json").is_file()
     assert res.exit_code == 0
@@ -288,7 +291,7 @@ def test_resume_after_a_crash_runs_no_configuration_twice(target, tmp_path):
     assert len(target.calls()) == 3
     res = session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json
     offs = [tuple(c["off"]) for c in target.calls()]
-    assert len(offs) == len(set(offs)) + 1  # only the verification repeats a configuration
+    assert len(offs) == len(set(offs))  # no configuration ran twice
     assert res["culprits"] == ref["culprits"] and res["status"] == "found"
     assert len(offs) == ref["executions"]
     # a third run of a finished session executes nothing new
@@ -357,3 +360,21 @@ def test_production_cfg_keeps_a_foreign_file(target, tmp_path):
     assert res.run_json["switch_file"] == str(out)
     assert (tmp_path / "fusion_switch.cfg.bak").read_text() == "user content\n"
     assert RULES[1] in out.read_text()
+def test_kill_9_of_the_runner_and_resume(target, tmp_path):
+    """A real kill -9 of the fusebisect process mid-run (the job kills its parent); the rerun resumes."""
+    target.env.update(T_FAULTY=RULES[2], T_KILL_PARENT_AT="4")
+    work = tmp_path / "w"
+    argv = [sys.executable, "-m", "fusebisect", "run", "--metric", r"loss ([0-9.]+)", "--workdir", str(work),
+            "--json", "--", *target.command()]
+    first = subprocess.run(argv, env=target.env, capture_output=True, text=True, timeout=60)
+    assert first.returncode == -9, first.stderr
+    journaled = [e for e in Journal(work / "journal.jsonl").load() if e["event"] == "trial"]
+    assert len(journaled) == 3  # the 4th execution was in flight when the runner died
+    second = subprocess.run(argv, env=target.env, capture_output=True, text=True, timeout=60)
+    assert second.returncode == 0, second.stderr
+    j = json.loads(second.stdout)
+    assert j["culprits"][0]["rules"] == [RULES[2]]
+    offs = [tuple(c["off"]) for c in target.calls()]
+    # executions: every journaled one once, plus the one lost in flight, plus the final verification
+    assert len(offs) == j["executions"] + 1
+    assert len(set(offs)) == len(offs) - 1  # the lost one ran again, nothing else did

@@ -552,15 +552,15 @@ class Session:
         return cls(self.candidates, **kw)
 
     def _fold_events(self):
-        """The engine's view of the journal: observations (not verify runs, not pending ones) and priors, in
-        journal order."""
+        """The engine's view of the journal: observations (not pending ones) and priors, in journal order. (A
+        final verification run comes after the engine was done, so replaying it changes nothing.)"""
         records = self.journal.load()[1:]
         by_index = {rec.index: rec for rec in self.records}
         allowed = set(self.candidates)
         for ev in records:
             if ev.get("event") == "trial":
                 rec = by_index.get(int(ev.get("index") or 0))
-                if rec is None or rec.role == "verify" or rec.pending or not rec.off <= allowed:
+                if rec is None or rec.pending or not rec.off <= allowed:
                     continue  # (configs naming excluded rules say nothing about the remaining candidates)
                 yield ("observe", (rec.off, self._outcome(rec.outcome)))
             elif ev.get("event") == "prior":
@@ -629,6 +629,12 @@ class Session:
             self.progress.log(f"dumps: first divergence at {op}; testing {', '.join(rules)} first")
 
     def _role(self, off: frozenset[str]) -> str:
+        engine_role = getattr(self.engine, "role", None)
+        if engine_role is not None:
+            try:
+                return str(engine_role(off))
+            except Exception:  # cosmetic: fall back to our own naming
+                pass
         seen = any(r.off == off and r.role != "verify" for r in self.records)
         if seen:
             return "repeat"
@@ -727,7 +733,9 @@ class Session:
             write_switch_file(target, cfg)
         verify = None
         if self.opts.verify and not any(getattr(c, "direction", "on") == "off" for c in result.culprits):
-            verify = next((r for r in self.records if r.role == "verify" and r.off == off), None)
+            # the engine's last step ("culprits off, everything else on: anything left?") is this very
+            # configuration; a judged run of it is the verification, never rerun
+            verify = next((r for r in reversed(self.records) if r.off == off and r.outcome != INVALID), None)
             if verify is None:
                 self.progress.log("verifying the production switch file with one more run")
                 verify = self.run_one(off, "verify")

@@ -1,0 +1,100 @@
+"""End to end: ``fusebisect run`` against the simulator (real engine, real compare, real switch files), and a
+real ``kill -9`` of the runner followed by a resume. These are the acceptance tests of the run command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.runner.journal import Journal
+
+SIM = [sys.executable, "-m", "fusebisect.sim", "train"]
+pytestmark = pytest.mark.slow
+
+
+def _run(capsys, *args) -> tuple[int, dict, str]:
+    rc = main(["run", "--json", *args])
+    cap = capsys.readouterr()
+    return rc, json.loads(cap.out), cap.err
+
+
+def test_finds_the_faulty_rule_and_writes_the_production_cfg(capsys, tmp_path):
+    work = tmp_path / "w"
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--",
+                      *SIM, "--faulty", "GeluFusionPass")
+    assert rc == 0, err
+    assert j["status"] == "found"
+    assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert j["culprits"][0]["confidence"] >= 0.95
+    assert j["culprits"][0]["fused_ops"], "the fused ops the rule touched (from the baseline graph)"
+    cfg = json.loads((work / "fusion_switch.cfg").read_text())
+    assert cfg == {"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}
+    assert j["switch_file"] == str(work / "fusion_switch.cfg")
+    assert j["verify"]["outcome"] == "good"
+    assert j["executions"] == len(j["trials"])
+    assert j["executions"] <= j["bound"] + 2  # + the discovery baseline reuse and the verification run
+    # the printed commands reproduce both sides of the boundary
+    reference = next(t["metric"] for t in j["trials"] if t["role"] == "reference")
+    for side in ("good", "bad"):
+        argv = j["repro"][side]
+        assert argv[0] == "env" and argv[1].startswith("FUSEBISECT_SWITCH_FILE=")
+        where = tmp_path / f"repro-{side}"
+        where.mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FUSEBISECT_", "ASCEND_", "DUMP_"))}
+        proc = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, timeout=60)
+        loss = float(proc.stdout.strip().splitlines()[-1].split()[-1])
+        assert (abs(loss - reference) <= 1e-2 * abs(reference)) == (side == "good"), (side, loss, reference)
+    # forbidden-close rules that fired are excluded and reported, not searched
+    assert {e["rule"] for e in j["excluded"]} >= {"AReduceMeanFusionPass", "AReduceSumFusionPass"}
+    assert "AReduceMeanFusionPass" not in j["candidate_rules"]
+    # a rerun resumes: nothing executes again
+    trials = sorted((work / "trials").iterdir())
+    rc2, j2, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--",
+                      *SIM, "--faulty", "GeluFusionPass")
+    assert rc2 == 0 and j2["culprits"] == j["culprits"]
+    assert sorted((work / "trials").iterdir()) == trials
+
+
+def test_human_report(capsys, tmp_path):
+    rc = main(["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+               *SIM, "--faulty", "TbeEltwiseFusionPass"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "culprit: TbeEltwiseFusionPass" in out
+    assert "production switch file" in out and "reproduce the boundary" in out
+
+
+def test_not_reproduced_exits_1(capsys, tmp_path):
+    rc, j, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", *SIM)
+    assert rc == 1 and j["status"] == "not_reproduced" and j["switch_file"] is None
+
+
+def test_parallel_jobs(capsys, tmp_path):
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--jobs", "3", "--workdir", str(tmp_path / "w"),
+                      "--", *SIM, "--faulty", "SoftmaxFusionPass")
+    assert rc == 0, err
+    assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]]
+
+
+def test_dumps_oracle_and_prior(capsys, tmp_path):
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "LayerNormFusionPass", "--dump-step", "0", "--steps", "2")
+    assert rc == 0, err
+    assert [c["rules"] for c in j["culprits"]] == [["LayerNormFusionPass"]]
+    assert j["prior"] and "LayerNormFusionPass" in j["prior"]
+    events = Journal(tmp_path / "w" / "journal.jsonl").load()
+    dumps = [e for e in events if e["event"] == "dumps"]
+    assert dumps and dumps[0]["first_divergence"] and dumps[0]["rows"]
+
+
+def test_metric_with_dump_prior_needs_few_runs(capsys, tmp_path):
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "MatMulBiasAddFusionPass", "--dump-step", "0")
+    assert rc == 0, err
+    assert [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
+    assert "MatMulBiasAddFusionPass" in (j["prior"] or [])
