@@ -96,6 +96,8 @@ def register(app: typer.Typer) -> None:
         msaccucmp: Annotated[Optional[Path], typer.Option(
             "--msaccucmp", help="msaccucmp.py (or its folder) for --engine msaccucmp.")] = None,
         jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers over ops.")] = 1,
+        html_out: Annotated[Optional[Path], typer.Option(
+            "--html", help="Write a self-contained HTML report (cosine plot, first divergence, rows).")] = None,
     ) -> None:
         from fusebisect.errors import UsageError
 
@@ -117,6 +119,16 @@ def register(app: typer.Typer) -> None:
             from fusebisect.compare.csvout import write_csv
             write_csv(report, csv_out)
             common.log(f"wrote {csv_out}")
+        if html_out is not None:
+            from fusebisect.fsutil import atomic_write_text
+            from fusebisect.report.html import render_compare
+            rows = [{"op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops), "cosine": r.cosine,
+                     "max_abs_error": r.max_abs_error, "reason": r.fail_reason}
+                    for r in report.execution_order()]
+            atomic_write_text(html_out, render_compare(rows, report.first_divergence, unmatched=report.unmatched,
+                                                       cosine=cosine, mode=report.mode, my=str(my),
+                                                       golden=str(golden)))
+            common.log(f"wrote {html_out}")
         if json_out:
             common.print_json({"rows": len(report.rows), "first_divergence": report.first_divergence,
                                "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}

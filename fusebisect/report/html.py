@@ -187,3 +187,61 @@ def _shell_quote(arg: str) -> str:
     import shlex
 
     return shlex.quote(str(arg))
+
+
+def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, *, unmatched: Sequence[dict],
+                   cosine: float, mode: str, my: str, golden: str, max_rows: int = 2000) -> str:
+    """The HTML report of ``fusebisect compare``: verdict, cosine along execution order with the first
+    divergence marked, the suspect rules, and the row table (``rows``: dicts with op, tensor, golden, cosine,
+    max_abs_error, reason; execution order). Returns the document text."""
+    if first:
+        rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
+        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(_fmt(first.get('cosine')))})"
+                + (f" — rules to suspect: {esc(', '.join(rules))}" if rules else ""))
+        body = [verdict("divergence", text)]
+    else:
+        body = [verdict("clean", f"<b>No divergence</b>: every tensor has cosine ≥ {cosine:g}.")]
+    body.append(f"<p class=\"muted\">{esc(len(rows))} tensors compared · mapping {esc(mode)} · "
+                f"{esc(len(unmatched))} unmatched</p>")
+    body.append(section("Cosine similarity along execution order", cosine_section(rows, first, cosine)))
+    shown = list(rows)[:max_rows]
+    hl = {i for i, r in enumerate(shown) if first and r.get("tensor") == first.get("tensor")
+          and r.get("op") == first.get("op")}
+    parts = [table(["#", "op", "tensor", "golden", "cosine", "max abs error", "reason"],
+                   [[i + 1, r.get("op"), r.get("tensor"), r.get("golden"), _fmt(r.get("cosine")),
+                     _fmt(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
+                   highlight=hl)]
+    if len(rows) > max_rows:
+        parts.append(f"<p class=\"muted\">(first {max_rows} of {len(rows)} rows; the CSV has all)</p>")
+    body.append(section("Tensors", *parts))
+    if unmatched:
+        body.append(section("Unmatched", table(["op", "side", "reason"],
+                                               [[u.get("op"), u.get("side"), u.get("reason")] for u in unmatched])))
+    return page("fusebisect compare report", f"my: {my} · golden: {golden}", body)
+
+
+def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str) -> str:
+    """The HTML report of ``fusebisect overflow`` from its JSON entries (execution order). Returns the text."""
+    if overflows:
+        o = overflows[0]
+        body = [verdict("overflow", f"<b>First overflow:</b> {esc(o.get('op_type'))} {esc(o.get('op_name'))} "
+                                    f"({esc(o.get('unit'))}, status {esc(o.get('status'))})")]
+    else:
+        body = [verdict("clean", "<b>No overflow found.</b>")]
+    for n, o in enumerate(overflows, 1):
+        parts = [table(["op type", "op", "task id", "stream id", "timestamp", "unit", "status", "meanings"],
+                       [[o.get("op_type"), o.get("op_name"), o.get("task_id"), o.get("stream_id"),
+                         o.get("timestamp"), o.get("unit"), o.get("status"), "; ".join(o.get("meanings") or [])]])]
+        stats = [[side[:-1], s.get("index"), s.get("dtype"), s.get("shape"), _fmt(s.get("min")), _fmt(s.get("max")),
+                  _fmt(s.get("mean")), s.get("nan"), s.get("pos_inf", s.get("inf")), s.get("neg_inf"),
+                  s.get("saturated")]
+                 for side in ("inputs", "outputs") for s in (o.get(side) or [])]
+        if stats:
+            parts.append(table(["tensor", "index", "dtype", "shape", "min", "max", "mean", "NaN", "+Inf", "-Inf",
+                                "fp16 saturated"], stats))
+        if o.get("pass_names"):
+            parts.append(f"<p>fusion rules of this op: <code>{esc(', '.join(o['pass_names']))}</code></p>")
+        if o.get("diagnosis"):
+            parts.append(f"<p><b>Diagnosis:</b> {esc(o['diagnosis'])}</p>")
+        body.append(section(f"{n}. {o.get('op_name')}", *parts))
+    return page("fusebisect overflow report", f"dump: {dump_dir}", body)
