@@ -107,6 +107,8 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result on stdout.")] = False,
         scan: Annotated[bool, typer.Option("--scan", help="No Opdebug records: scan ordinary dumps for "
                                                           "NaN/Inf/float16 65504.")] = False,
+        html_out: Annotated[Optional[Path], typer.Option("--html", help="Write a self-contained HTML report.")
+                            ] = None,
     ) -> None:
         from fusebisect.compare.overflow import analyse
 
@@ -115,6 +117,11 @@ def register(app: typer.Typer) -> None:
             common.log(f"warning: {path}: {message}")
         for note in report.notes:
             common.log(note)
+        if html_out is not None:
+            from fusebisect.fsutil import atomic_write_text
+            from fusebisect.report.html import render_overflow
+            atomic_write_text(html_out, render_overflow(report.to_json()["overflows"], dump_dir=str(dump_dir)))
+            common.log(f"wrote {html_out}")
         if json_out:
             common.print_json(report.to_json())
         else:

@@ -232,7 +232,9 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str) -> st
         parts = [table(["op type", "op", "task id", "stream id", "timestamp", "unit", "status", "meanings"],
                        [[o.get("op_type"), o.get("op_name"), o.get("task_id"), o.get("stream_id"),
                          o.get("timestamp"), o.get("unit"), o.get("status"), "; ".join(o.get("meanings") or [])]])]
-        stats = [[side[:-1], s.get("index"), s.get("dtype"), s.get("shape"), _fmt(s.get("min")), _fmt(s.get("max")),
+        stats = [[side[:-1], s.get("index"), s.get("dtype"), s.get("shape"),
+                  _fmt(s.get("min")) if s.get("min") is not None or not s.get("neg_inf") else "-inf",
+                  _fmt(s.get("max")) if s.get("max") is not None or not s.get("pos_inf") else "inf",
                   _fmt(s.get("mean")), s.get("nan"), s.get("pos_inf", s.get("inf")), s.get("neg_inf"),
                   s.get("saturated")]
                  for side in ("inputs", "outputs") for s in (o.get(side) or [])]
