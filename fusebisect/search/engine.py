@@ -19,9 +19,9 @@ The algorithm follows Go's cmd/bisect:
 1. Gates: run with every candidate off (the reference) and with none off (the baseline). Baseline good ->
    not_reproduced; all-off still bad -> not_fusion; baseline good but all-off bad -> the reverse direction
    (the symptom needs rules to be OFF). INVALID gates are retried once, then the search is inconclusive.
-2. Find a set: the candidates are kept in an order (prior rules first) and the engine binary-searches the
-   shortest BAD prefix (adaptive group testing; everything after the prefix is off). Its last element r is
-   needed. If r alone reproduces the symptom the set is {r}; otherwise r needs partners, which are searched
+2. Find a set: the first prior rules (if any) are tested alone; then the engine binary-searches the
+   shortest BAD prefix of the candidate order (adaptive group testing; everything after the prefix is
+   off), choosing split sizes that minimise the expected runs. The prefix's last element r is needed. If r alone reproduces the symptom the set is {r}; otherwise r needs partners, which are searched
    for the same way inside the prefix with r kept on (Go's "keep one half on, recurse into the other"). The
    set returned is 1-minimal. With P workers each round tests P prefixes ((P+1)-ary splitting).
 3. Confirm it before accusing anyone: a dedicated run with only that set active must be BAD.
@@ -47,13 +47,14 @@ from collections.abc import Iterable, Sequence
 
 from fusebisect.errors import UsageError
 
-from .groups import Knowledge, bits_of, mask_of, popcount, split_choices
+from .groups import SCAN, Knowledge, best_split, bits_of, mask_of, popcount, split_choices
 from .model import Culprit, Outcome, SearchResult, theoretical_bound
 from .noisy import Posterior
 
 _MAX_SETS = 16          # stop looking for more culprit sets after this many
 _UNKNOWN_REPEATS = 3    # UNKNOWN verdicts tolerated per configuration before it counts as INVALID
 _PRIOR_SINGLES = 2      # prior rules tested on their own before the group search
+_DIRECT_MINIMALITY = True  # run "set minus one rule" for interaction sets even when implied GOOD
 
 
 class _OutOfBudget(Exception):
@@ -376,7 +377,9 @@ class Search:
                                 "still there: it is not caused by the switchable fusion rules.")
         self._direction = "on" if base is Outcome.BAD else "off"
         self._rebuild_knowledge()
-        order = list(self._prior) + [i for i in range(self._n) if i not in self._prior]
+        # The order stays the candidates' own: the prior acts through its first rules being tested alone
+        # (a BAD answer is also the confirmation), so a wrong prior costs exactly those runs.
+        order = list(range(self._n))
         first = True
         while True:
             used = mask_of(i for s in self._found for i in s)
@@ -397,8 +400,8 @@ class Search:
                 break
             self._phase = "confirm"
             smask = mask_of(S)
-            for s in S if len(S) > 1 else ():   # 1-minimality of interaction sets
-                yield from self._test(smask & ~(1 << s), "confirm")
+            for s in S if len(S) > 1 else ():   # 1-minimality of interaction sets, observed directly
+                yield from self._test(smask & ~(1 << s), "confirm", direct=_DIRECT_MINIMALITY)
             v = yield from self._test(smask, "confirm", direct=True)
             if v is Outcome.INVALID:
                 self._unconfirmed.update(S)
@@ -452,9 +455,6 @@ class Search:
                 v = yield from self._test((1 << a) | F, "search")
                 if v is Outcome.BAD:
                     return [a]
-                lo, hi = self._bounds(order, F)
-                lo = 0 if lo is None else lo
-                hi = len(order) if hi is None else hi
         while hi - lo > 1:
             self._left = hi - lo
             size = hi - lo
@@ -470,8 +470,9 @@ class Search:
                         elif v is Outcome.GOOD:
                             lo = max(lo, m)
                     continue
-            elif size == 2 and lo > 0:
-                # Test the two last suspects on their own: a BAD answer is also the confirmation.
+            elif size <= SCAN and lo > 0:
+                # Test the last few suspects on their own: a BAD answer is also the confirmation. If all
+                # are GOOD alone, the culprit needs partners and the prefix split below decides.
                 for x in order[lo:hi]:
                     v = yield from self._test((1 << x) | F, "search")
                     if v is Outcome.BAD:
@@ -479,7 +480,7 @@ class Search:
             seg = order[lo:hi]
             rng = random.Random(f"{self.seed}:{F}:{lo}:{','.join(map(str, seg))}")
             choice = None
-            for kind, h in split_choices(size, rng):
+            for kind, h in split_choices(size, rng, best_split(size, lo == 0)):
                 T = seg[:h] if kind == "head" else seg[-h:] if kind == "tail" else rng.sample(seg, h)
                 cfg = head | mask_of(T)
                 if not self._known_invalid(cfg):
@@ -604,8 +605,7 @@ class Search:
                 return self._result("inconclusive", [], f"Too many invalid runs to separate the last "
                                     f"{len(self._stuck)} suspects ({names}).")
             return self._result("inconclusive", [], "No culprit set could be isolated.")
-        culprits = [Culprit(rules=tuple(self.candidates[i] for i in S),
-                            confidence=1.0 if not (set(S) & self._unconfirmed) else 0.95,
+        culprits = [Culprit(rules=tuple(self.candidates[i] for i in S), confidence=self._set_confidence(S),
                             direction=self._direction or "on") for S in found]
         if self._direction == "on":
             union = mask_of(i for S in found for i in S)
@@ -621,6 +621,16 @@ class Search:
         if self._stuck:
             self._notes.append(f"{len(self._stuck)} suspects could not be separated (invalid runs)")
         return self._result("found", culprits, msg, boundary)
+
+    def _set_confidence(self, S: list[int]) -> float:
+        """1.0 for a set confirmed by its dedicated run; otherwise the single-culprit posterior (a lone
+        rule) or 0.5 (an unconfirmed interaction set)."""
+        if not set(S) & self._unconfirmed:
+            return 1.0
+        if len(S) == 1 and len(self._found) == 1:
+            h = S[0] if self._direction == "on" else S[0] + self._n
+            return round(float(self._post.probabilities()[h]), 4)
+        return 0.5
 
     def _budget_result(self) -> SearchResult:
         if self._found:

@@ -70,14 +70,45 @@ class Knowledge:
         return ok
 
 
-def split_choices(size: int, rng) -> list[tuple[str, int]]:
+# Split sizes are chosen by dynamic programming over the expected number of runs for one culprit, with the
+# worst case as tie-break. State "G": the interval follows a GOOD prefix, so its last suspect needs its own
+# confirmation run; intervals of <= SCAN suspects are scanned one by one (each BAD answer is its own
+# confirmation). State "Z": the interval starts at the beginning (a BAD prefix test of one suspect *is* its
+# confirmation). Above _DP_MAX suspects the split is balanced.
+SCAN = 2
+_DP_MAX = 512
+_G: list[tuple[int, int, int]] = [(0, 0, 0), (1, 1, 0), (3, 2, 0)]   # (total, worst, best h)
+_Z: list[tuple[int, int, int]] = [(0, 0, 0), (0, 0, 0)]
+
+
+def _extend(limit: int) -> None:
+    while len(_G) <= limit:
+        s = len(_G)
+        _G.append(min((s + _G[h][0] + _G[s - h][0], 1 + max(_G[h][1], _G[s - h][1]), h) for h in range(1, s)))
+    while len(_Z) <= limit:
+        s = len(_Z)
+        _Z.append(min((s + _Z[h][0] + _G[s - h][0], 1 + max(_Z[h][1], _G[s - h][1]), h) for h in range(1, s)))
+
+
+def best_split(size: int, at_start: bool) -> int:
+    """Return how many suspects (from the front of an interval of ``size`` >= 2) the next test turns on.
+
+    ``at_start``: the interval is at the beginning of the order (no GOOD prefix before it).
+    """
+    if size > _DP_MAX:
+        return size // 2
+    _extend(size)
+    return (_Z if at_start else _G)[size][2]
+
+
+def split_choices(size: int, rng, preferred: int | None = None) -> list[tuple[str, int]]:
     """Return candidate ways to split an interval of ``size`` (>= 2) elements, best first.
 
     Each choice is ('head', h) = the first h elements, ('tail', h) = the last h, or ('rand', h) = a random
-    h-subset drawn from ``rng`` when used. Balanced splits come first; the others serve when the balanced
-    configuration was INVALID ("choose a different split").
+    h-subset drawn from ``rng`` when used. ``preferred`` (default balanced) comes first; the others serve
+    when that configuration was INVALID ("choose a different split").
     """
-    half = size // 2
+    half = preferred if preferred is not None and 1 <= preferred < size else size // 2
     sizes = [half]
     for d in range(1, size):
         for h in (half + d, half - d):

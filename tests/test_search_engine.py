@@ -1,0 +1,310 @@
+"""Deterministic search: correctness and run-count properties over simulated targets."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fusebisect.errors import UsageError
+from fusebisect.search import Outcome, Search
+from fusebisect.search.simulate import SimTarget, drive
+
+
+def names(n):
+    return [f"Pass{i:03d}" for i in range(n)]
+
+
+def log2c(n):
+    return math.ceil(math.log2(n))
+
+
+@st.composite
+def scenarios(draw):
+    n = draw(st.integers(2, 300))
+    k = draw(st.integers(1, 3))
+    sizes = [draw(st.sampled_from([1, 1, 2])) for _ in range(k)]
+    while sum(sizes) > n:
+        sizes.pop()
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = random.Random(seed)
+    picked = rng.sample(range(n), sum(sizes))
+    cands = names(n)
+    sets, at = [], 0
+    for s in sizes:
+        sets.append(frozenset(cands[i] for i in picked[at:at + s]))
+        at += s
+    reverse = draw(st.booleans())
+    workers = draw(st.sampled_from([1, 1, 2, 3]))
+    return cands, sets, reverse, workers
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_finds_exactly_the_culprit_sets(sc):
+    cands, sets, reverse, workers = sc
+    s = Search(cands, workers=workers)
+    t = SimTarget(cands, sets, reverse=reverse)
+    drive(s, t)
+    r = s.result
+    assert r.status == "found"
+    assert {frozenset(c.rules) for c in r.culprits} == set(sets)
+    assert all(c.direction == ("off" if reverse else "on") and c.confidence == 1.0 for c in r.culprits)
+    assert len(t.runs) == len(set(t.runs)), "a configuration was executed twice"
+    assert r.executions == len(t.runs)
+    # the boundary pair reproduces both sides and differs only by culprit rules
+    good, bad = r.boundary
+    assert not t.truth(good) and t.truth(bad)
+    assert (good ^ bad) in set(sets) or (good ^ bad) == frozenset().union(*sets)
+    assert bad in t.runs  # the good side is observed or implied by an observed GOOD superset
+    # every culprit set was confirmed by a run with only that set active
+    for c in r.culprits:
+        only = frozenset(c.rules) if reverse else frozenset(cands) - frozenset(c.rules)
+        assert only in t.runs
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(2, 300), st.data())
+def test_single_culprit_run_bound(n, data):
+    cands = names(n)
+    c = data.draw(st.sampled_from(cands))
+    s = Search(cands)
+    drive(s, SimTarget(cands, [frozenset({c})]))
+    # 2 gates + binary search + confirmation + the look-for-more run.
+    assert s.result.executions <= log2c(n) + 4
+    assert s.result.bound == log2c(n) + 4
+
+
+@pytest.mark.parametrize("n", [3, 40, 100, 256, 257, 300])
+def test_single_culprit_average(n):
+    # Every leaf needs its own "only r on" run (BAD) and the "r off" look-for-more run (GOOD), so with 2
+    # gates no strategy averages below about log2(n) + 3.5 when n is a power of two.
+    cands = names(n)
+    runs = []
+    for c in cands:
+        s = Search(cands)
+        drive(s, SimTarget(cands, [frozenset({c})]))
+        runs.append(s.result.executions)
+    assert statistics.mean(runs) <= math.log2(n) + 3.6
+    assert max(runs) <= log2c(n) + 4
+    if n == 300:
+        assert statistics.mean(runs) <= log2c(n) + 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(8, 300), st.integers(2, 3), st.integers(0, 10**6))
+def test_independent_culprits_never_worse_than_naive_plus_one(n, k, seed):
+    cands = names(n)
+    sets = [frozenset({c}) for c in random.Random(seed).sample(cands, k)]
+    s = Search(cands)
+    drive(s, SimTarget(cands, sets))
+    assert {frozenset(c.rules) for c in s.result.culprits} == set(sets)
+    assert s.result.executions <= k * log2c(n) + 2 * k + 2
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(2, 300), st.integers(0, 10**6), st.booleans())
+def test_interaction_pair_is_one_set(n, seed, reverse):
+    cands = names(n)
+    pair = frozenset(random.Random(seed).sample(cands, 2))
+    s = Search(cands)
+    t = SimTarget(cands, [pair], reverse=reverse)
+    drive(s, t)
+    assert [frozenset(c.rules) for c in s.result.culprits] == [pair]
+    # each member alone was observed GOOD (1-minimality checked by runs, not only inferred)
+    for rule in pair:
+        alone = frozenset({rule}) if reverse else frozenset(cands) - {rule}
+        assert alone in t.runs and not t.truth(alone)
+    assert s.result.executions <= 2 * log2c(n) + 7
+
+
+def test_interaction_pair_average_near_target():
+    n, cands = 300, names(300)
+    rng = random.Random(7)
+    runs = []
+    for _ in range(200):
+        pair = frozenset(rng.sample(cands, 2))
+        s = Search(cands)
+        drive(s, SimTarget(cands, [pair]))
+        runs.append(s.result.executions)
+    assert statistics.mean(runs) <= 2 * log2c(n) + 5
+
+
+def test_gates_not_reproduced_and_not_fusion():
+    cands = names(10)
+    s = Search(cands)
+    drive(s, SimTarget(cands, []))
+    assert s.result.status == "not_reproduced" and s.result.executions == 2
+    s = Search(cands)
+    drive(s, SimTarget(cands, [frozenset()]))
+    assert s.result.status == "not_fusion" and s.result.executions == 2
+
+
+def test_first_round_is_both_gates():
+    cands = names(5)
+    s = Search(cands)
+    first = s.propose()
+    assert set(first) == {frozenset(cands), frozenset()}
+    assert s.role(frozenset(cands)) == "reference" and s.role(frozenset()) == "baseline"
+    assert s.propose() == first  # a query, not a state change
+
+
+def test_invalid_gate_is_retried_once_then_inconclusive():
+    cands = names(6)
+    s = Search(cands)
+    calls = []
+
+    def target(off):
+        calls.append(off)
+        return Outcome.INVALID if not off else Outcome.GOOD
+
+    drive(s, target)
+    assert s.result.status == "inconclusive"
+    assert calls.count(frozenset()) == 2
+
+
+def test_unknown_is_repeated_and_invalid_never_counts_as_bad():
+    cands = names(64)
+    culprit = "Pass017"
+    seen: dict = {}
+
+    def target(off):
+        seen[off] = seen.get(off, 0) + 1
+        bad = culprit not in off
+        if seen[off] == 1 and len(off) not in (0, 64):
+            return Outcome.UNKNOWN
+        return Outcome.BAD if bad else Outcome.GOOD
+
+    s = Search(cands)
+    drive(s, target)
+    assert [c.rules for c in s.result.culprits] == [(culprit,)]
+    assert all(v <= 2 for v in seen.values())
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ten_percent_invalid_configs_still_correct(seed):
+    cands = names(300)
+    rng = random.Random(seed)
+    c = rng.choice(cands)
+    t = SimTarget(cands, [frozenset({c})], invalid=0.1, seed=seed, spare=[frozenset(), frozenset(cands)])
+    s = Search(cands)
+    drive(s, t)
+    assert s.result.status == "found" and [x.rules for x in s.result.culprits] == [(c,)]
+    assert len(t.runs) == len(set(t.runs))
+
+
+def test_repeat_majority_vote():
+    cands = names(32)
+    votes: dict = {}
+
+    def target(off):
+        votes[off] = votes.get(off, 0) + 1
+        bad = "Pass005" not in off
+        if votes[off] == 2:  # the second of three runs always lies
+            bad = not bad
+        return Outcome.BAD if bad else Outcome.GOOD
+
+    s = Search(cands, repeat=3)
+    drive(s, target)
+    assert [c.rules for c in s.result.culprits] == [("Pass005",)]
+    assert set(votes.values()) == {3}
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_parallel_rounds_bound(workers):
+    n, cands = 300, names(300)
+    bound = math.ceil(math.log(n) / math.log(workers + 1) - 1e-9) + 2
+    for c in cands[::7]:
+        s = Search(cands, workers=workers)
+        rounds = drive(s, SimTarget(cands, [frozenset({c})]))
+        assert [x.rules for x in s.result.culprits] == [(c,)]
+        assert rounds <= bound
+        assert all(len(b) <= workers for b in [])
+
+
+def test_parallel_never_proposes_more_than_workers_after_gates():
+    cands = names(100)
+    s = Search(cands, workers=3)
+    t = SimTarget(cands, [frozenset({"Pass042"})])
+    first = True
+    while not s.done:
+        batch = s.propose()
+        assert len(batch) <= (2 if first else 3)
+        first = False
+        for off in batch:
+            s.observe(off, t(off))
+
+
+def test_prior_pointing_at_culprit_takes_four_runs():
+    cands = names(300)
+    s = Search(cands, prior=["Pass123"])
+    drive(s, SimTarget(cands, [frozenset({"Pass123"})]))
+    assert s.result.executions == 4
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_wrong_prior_costs_at_most_two_runs(seed):
+    cands = names(300)
+    rng = random.Random(seed)
+    c = rng.choice(cands)
+    prior = rng.sample([x for x in cands if x != c], rng.randint(1, 3))
+    plain = Search(cands)
+    drive(plain, SimTarget(cands, [frozenset({c})]))
+    s = Search(cands, prior=prior)
+    drive(s, SimTarget(cands, [frozenset({c})]))
+    assert [x.rules for x in s.result.culprits] == [(c,)]
+    assert s.result.executions <= plain.result.executions + 2
+
+
+def test_prior_set_after_gates_is_used():
+    cands = names(300)
+    t = SimTarget(cands, [frozenset({"Pass200"})])
+    s = Search(cands)
+    for off in s.propose():
+        s.observe(off, t(off))
+    s.set_prior(["Pass200", "NotACandidate"])
+    assert s.propose() == [frozenset(cands) - {"Pass200"}]
+    drive(s, t)
+    assert s.result.executions == 4
+
+
+def test_progress_reports_phase_and_counts():
+    cands = names(128)
+    s = Search(cands)
+    t = SimTarget(cands, [frozenset({"Pass077"})])
+    p = s.progress()
+    assert p == {"phase": "gates", "candidates_left": 128, "runs_remaining_estimate": 11, "executions": 0}
+    seen = []
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, t(off))
+        seen.append(s.progress())
+    assert seen[-1]["phase"] == "done" and seen[-1]["runs_remaining_estimate"] == 0
+    lefts = [p["candidates_left"] for p in seen[1:-1] if p["phase"] == "search"]
+    assert lefts == sorted(lefts, reverse=True)
+
+
+def test_single_candidate():
+    s = Search(["OnlyPass"])
+    drive(s, SimTarget(["OnlyPass"], [frozenset({"OnlyPass"})]))
+    assert s.result.status == "found" and s.result.executions == 2
+
+
+def test_usage_errors():
+    with pytest.raises(UsageError):
+        Search([])
+    with pytest.raises(UsageError, match="duplicate"):
+        Search(["A", "A"])
+    with pytest.raises(UsageError):
+        Search(["A"], repeat=0)
+    with pytest.raises(UsageError):
+        Search(["A"], workers=0)
+    with pytest.raises(UsageError):
+        Search(["A"], confidence=1.0)
+    s = Search(["A", "B"])
+    with pytest.raises(UsageError, match="not one of"):
+        s.observe(frozenset({"C"}), Outcome.GOOD)
