@@ -39,13 +39,17 @@ Example: fusebisect rules list --kind ub --search conv
 
         table = Table(show_edge=False)
         table.add_column("name", no_wrap=True)
-        for col in ("kind", "default", "can disable"):
-            table.add_column(col, no_wrap=True)
-        table.add_column("description", overflow="ellipsis", no_wrap=True)
+        for col, width in (("kind", 11), ("default", 7), ("can disable", 11)):
+            table.add_column(col, no_wrap=True, min_width=width)
+        console = common.out()
+        name_width = max((len(r.name) for r in found), default=4)
+        # the short columns keep their width; the description gets what is left of the terminal
+        room = max(0, console.width - name_width - 11 - 7 - 11 - 14)
+        table.add_column("description", overflow="ellipsis", no_wrap=True, max_width=max(room, 1))
         for r in found:
-            desc = r.description if len(r.description) <= 70 else r.description[:67] + "..."
-            table.add_row(r.name, r.kind, r.default, "yes" if r.can_disable else "no", desc)
-        common.out().print(table)
+            desc = r.description if len(r.description) <= room else r.description[:max(room - 3, 0)] + "..."
+            table.add_row(r.name, r.kind, r.default, "yes" if r.can_disable else "no", desc if room >= 8 else "")
+        console.print(table)
         common.log(f"{len(found)} rules")
 
     @rules.command("show", help="""Show everything the catalog knows about one rule: kind, default, whether a
