@@ -1,7 +1,8 @@
-"""The ``fusebisect run`` command edge: usage errors (exit 2), Ctrl-C (exit 130, resume hint, no orphans)."""
+"""The ``fusebisect run`` command edge: usage errors (exit 2), Ctrl-C (exit 130, journal kept, no orphans)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -54,8 +55,8 @@ def test_ctrl_c_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path)
         time.sleep(300)
     '''))
     work = tmp_path / "w"
-    proc = subprocess.Popen([sys.executable, "-m", "fusebisect", "run", "--workdir", str(work), "--",
-                             sys.executable, str(job)],
+    proc = subprocess.Popen([sys.executable, "-m", "fusebisect", "run", "--rules", "ABatchnormFusionPass",
+                             "--workdir", str(work), "--", sys.executable, str(job)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
     while not (pidfile.exists() and pidfile.read_text()):
@@ -66,6 +67,8 @@ def test_ctrl_c_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path)
     assert proc.returncode == 130, err
     assert "Rerun the same command to resume" in err
     assert len(list((work / "trials").iterdir())) == 1  # the interrupted run's dir (and logs) are kept
+    events = [json.loads(line) for line in (work / "journal.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start"]  # kept, and the killed run is not judged
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
