@@ -56,7 +56,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
             style = "bold red"
         elif is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             style = "yellow"
-        table.add_row(str(row.index), row.my_op, row.tensor, ",".join(row.golden_ops), _num(row.cosine),
+        golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
+        table.add_row(str(row.index), row.my_op, row.tensor, golden, _num(row.cosine),
                       _num(row.max_abs_error), (row.fail_reason or "")[:80], style=style)
     console.print(table)
     if fd is None:
