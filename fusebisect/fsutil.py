@@ -17,7 +17,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     try:
         mode = path.stat().st_mode & 0o7777  # replacing a file keeps its permissions
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()  # a new file gets what open() would give it
+        mode = 0o666 & ~_UMASK  # a new file gets what open() would give it
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)
@@ -35,10 +35,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return path
 
 
-def _umask() -> int:
-    current = os.umask(0)
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; do it once, at import, before any thread writes files
+    current = os.umask(0o022)
     os.umask(current)
     return current
+
+
+_UMASK = _read_umask()
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:

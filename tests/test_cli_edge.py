@@ -23,16 +23,14 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["f.txt"]
 
 
-def test_atomic_write_gives_normal_permissions(tmp_path):
-    import os
+def test_atomic_write_gives_normal_permissions(tmp_path, monkeypatch):
     import stat
 
-    old = os.umask(0o022)
-    try:
-        fresh = atomic_write_text(tmp_path / "new.txt", "x")
-        assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
-        fresh.chmod(0o600)
-        atomic_write_text(fresh, "y")
-        assert stat.S_IMODE(fresh.stat().st_mode) == 0o600  # an existing file keeps its mode
-    finally:
-        os.umask(old)
+    import fusebisect.fsutil as fsutil
+
+    monkeypatch.setattr(fsutil, "_UMASK", 0o022)
+    fresh = atomic_write_text(tmp_path / "new.txt", "x")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+    fresh.chmod(0o600)
+    atomic_write_text(fresh, "y")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600  # an existing file keeps its mode
