@@ -98,3 +98,11 @@ def test_metric_with_dump_prior_needs_few_runs(capsys, tmp_path):
     assert rc == 0, err
     assert [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
     assert "MatMulBiasAddFusionPass" in (j["prior"] or [])
+
+
+def test_flaky_job(capsys, tmp_path):
+    rc, j, err = _run(capsys, "--flaky", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "SoftmaxFusionPass", "--flaky", "0.1", "--seed", "3")
+    assert rc == 0, err
+    assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]]
+    assert j["culprits"][0]["confidence"] >= 0.95

@@ -378,3 +378,17 @@ def test_kill_9_of_the_runner_and_resume(target, tmp_path):
     # executions: every journaled one once, plus the one lost in flight, plus the final verification
     assert len(offs) == j["executions"] + 1
     assert len(set(offs)) == len(offs) - 1  # the lost one ran again, nothing else did
+
+
+def test_search_options_reach_the_engine(target, tmp_path):
+    seen = {}
+
+    class Recording(FakeSearch):
+        def __init__(self, candidates, **kw):
+            seen.update(kw)
+            super().__init__(candidates, **kw)
+
+    target.env["T_FAULTY"] = RULES[0]
+    session(target, tmp_path, Recording, metric=r"loss ([0-9.]+)", flaky=True, repeat=2, devices=["0", "1", "2"],
+            max_runs=30, seed=7, confidence=0.99).run()
+    assert seen == {"flaky": True, "repeat": 2, "workers": 3, "confidence": 0.99, "max_executions": 30, "seed": 7}

@@ -83,6 +83,8 @@ def register(app: typer.Typer) -> None:
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the final run with the production "
                                                                     "switch file.")] = False,
         max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions.")] = None,
+        confidence: Annotated[float, typer.Option(help="Minimum confidence to name a culprit (else the verdict "
+                                                       "is inconclusive).")] = 0.95,
         seed: Annotated[int, typer.Option(help="Seed of the search's tie-breaks.")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
     ) -> None:
@@ -101,7 +103,8 @@ def register(app: typer.Typer) -> None:
                           rtol=rtol, atol=atol, expect=expect, check=check, dumps=dumps, cosine=cosine,
                           max_abs_error=max_abs_error, rules=rules, repeat=repeat, flaky=flaky, jobs=jobs,
                           devices=dev, timeout=timeout, graph_dump=not no_graph_dump, fresh=fresh, output=output,
-                          verify=not no_verify, max_runs=max_runs, seed=seed)
+                          verify=not no_verify, max_runs=max_runs, seed=seed,
+                          confidence=confidence)
         session = Session(opts, progress=Progress(quiet=common.state.quiet))
         try:
             res = session.run()
