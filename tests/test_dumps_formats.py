@@ -96,8 +96,16 @@ def test_errors_name_the_problem():
         to_original(np.zeros((1,)), 33, None)
     with pytest.raises(DumpFormatError, match="does not fit"):
         to_original(np.zeros((1, 1, 2, 2, 16)), 3, (1, 3, 5, 5))
-    with pytest.raises(DumpFormatError, match="cannot convert NC1HWC0 to ND"):
-        to_original(np.zeros((1, 1, 2, 2, 16)), 3, None, target="ND")
+    with pytest.raises(DumpFormatError, match="cannot convert NC1HWC0 to NDHWC"):
+        to_original(np.zeros((1, 1, 2, 2, 16)), 3, None, target="NDHWC")
+
+
+def test_nd_target_uses_the_natural_layout():
+    x = _arr((3, 20))
+    device = from_original(x.reshape(3, 20, 1, 1), "NC1HWC0")
+    np.testing.assert_array_equal(to_original(device, "NC1HWC0", (3, 20), target="ND"), x)
+    y = _arr((2, 3, 17, 5))
+    np.testing.assert_array_equal(to_original(from_original(y, "FRACTAL_NZ"), 29, y.shape, target="NCHW"), y)
 
 
 # ---------------------------------------------------------------- cross-check with msaccucmp's own converters

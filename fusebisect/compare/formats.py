@@ -20,7 +20,7 @@ CUBE = 16  # fractal block size (Ni, and the N/row alignment)
 DEFAULT_TARGET = {"NC1HWC0": "NCHW", "FRACTAL_Z": "NCHW", "FRACTAL_NZ": "ND", "NDC1HWC0": "NCDHW",
                   "C1HWNCoC0": "HWCN"}
 TARGETS = {"NC1HWC0": ("NCHW", "NHWC", "HWCN"), "FRACTAL_Z": ("NCHW", "HWCN", "NHWC"),
-           "FRACTAL_NZ": ("ND",), "NDC1HWC0": ("NCDHW", "NDHWC"), "C1HWNCoC0": ("HWCN", "NCHW")}
+           "FRACTAL_NZ": ("ND", "NCHW", "NHWC"), "NDC1HWC0": ("NCDHW", "NDHWC"), "C1HWNCoC0": ("HWCN", "NCHW")}
 _LETTER_LAYOUTS = {"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "DHWNC", "NC", "CN"}
 _PLAIN = _LETTER_LAYOUTS | {"ND", "RESERVED", "NCL", "MD"}
 
@@ -64,7 +64,8 @@ def to_original(array: np.ndarray, fmt: int | str, original_shape, *, target: st
     """Return ``array`` (device layout ``fmt``) in layout ``target`` with padding removed.
 
     ``original_shape`` is the logical shape in ``target`` layout (needed for FRACTAL_Z; without it other formats
-    keep their padding). Plain formats (ND, NCHW, ...) are reshaped to ``original_shape`` and permuted if
+    keep their padding). ``target`` 'ND' means the format's default layout; FRACTAL_NZ treats every target as ND
+    (rows and columns are the last two original dims). Plain formats (ND, NCHW, ...) are reshaped to ``original_shape`` and permuted if
     ``target`` names another letter layout. Raises DumpFormatError for an unsupported format or target, or
     shapes that do not fit.
     """
@@ -82,6 +83,8 @@ def to_original(array: np.ndarray, fmt: int | str, original_shape, *, target: st
         if name not in DEFAULT_TARGET:
             raise DumpFormatError(f"format {name} cannot be converted to an original layout")
         tgt = (target or DEFAULT_TARGET[name]).upper()
+        if tgt == "ND":  # "whatever the original shape says": the format's natural layout, reshaped
+            tgt = DEFAULT_TARGET[name]
         if tgt not in TARGETS[name]:
             raise DumpFormatError(f"cannot convert {name} to {tgt} (supported: {', '.join(TARGETS[name])})")
         if name == "NC1HWC0":
