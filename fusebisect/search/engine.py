@@ -150,16 +150,17 @@ class Search:
             return
         if not self._noisy and self._direction is not None:
             new = self._judge(off_mask)[0]
+            obs = self._obs[off_mask]
+            clash = self.repeat == 1 and Outcome.GOOD in obs and Outcome.BAD in obs
             if new in (Outcome.GOOD, Outcome.BAD) and new is not prev:
-                active = self._active(off_mask)
                 if prev in (Outcome.GOOD, Outcome.BAD):
-                    clash = self.repeat == 1
+                    clash = clash or self.repeat == 1
                     self._rebuild_knowledge()
                 else:
-                    clash = not self._know.add(active, new.value)
-                if clash:
-                    self._enter_noisy(f"the verdict on {self._describe(off_mask)} contradicted earlier ones")
-                    return
+                    clash = clash or not self._know.add(self._active(off_mask), new.value)
+            if clash:
+                self._enter_noisy(f"the verdict on {self._describe(off_mask)} contradicted earlier ones")
+                return
         self._advance()
 
     def set_prior(self, rules: Sequence[str]) -> None:
@@ -516,6 +517,13 @@ class Search:
             self._notes.append(f"the run confirming {self.candidates[r]} alone was invalid; it is named "
                                "because turning it off fixes the symptom")
             return [r]
+        if F:
+            # A third member (or more) is needed: interactions that large are rare, a single wrong BAD
+            # verdict produces the same picture. Repeat the BAD premise once; a disagreement is caught by
+            # observe() and switches to the noise-aware mode.
+            premise = self._off(mask_of(order[:lo + 1]) | F)
+            if len(self._obs.get(premise, ())) == 1:
+                yield from self._ask([(premise, "repeat")])
         self._phase = "search"
         sub = yield from self._find_set(order[:lo], F | (1 << r))
         if sub is None:

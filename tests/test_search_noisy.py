@@ -1,0 +1,118 @@
+"""Noise-aware search: accuracy, calibration, the confidence floor, automatic switching and budgets."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from fusebisect.search import Outcome, Search
+from fusebisect.search.simulate import SimTarget, drive
+
+
+def names(n):
+    return [f"R{i:03d}" for i in range(n)]
+
+
+def run_many(n, flip, count, seed, reverse=False, **kw):
+    rng = random.Random(seed)
+    out = []
+    for t in range(count):
+        cands = names(n)
+        c = rng.choice(cands)
+        s = Search(cands, flaky=True, seed=t, **kw)
+        target = SimTarget(cands, [frozenset({c})], reverse=reverse, flip=flip, seed=seed * 100_000 + t)
+        drive(s, target)
+        out.append((c, s.result))
+    return out
+
+
+def test_flaky_p01_accuracy_and_calibration():
+    results = run_many(100, 0.1, 150, seed=1)
+    named = [(c, r) for c, r in results if r.status == "found"]
+    correct = [r.culprits[0].rules == (c,) and r.culprits[0].direction == "on" for c, r in named]
+    assert sum(correct) / len(results) >= 0.95
+    confs = [r.culprits[0].confidence for _, r in named]
+    assert min(confs) >= 0.95  # never names a culprit below the confidence floor
+    assert sum(correct) / len(named) >= sum(confs) / len(confs) - 0.05  # calibrated
+    budget = math.ceil(3 * math.log2(100) + 30)
+    assert max(r.executions for _, r in results) <= budget
+    h = -(0.1 * math.log2(0.1) + 0.9 * math.log2(0.9))
+    assert sum(r.executions for _, r in results) / len(results) <= 1.2 * (math.log2(100) + 4.3 + 3) / (1 - h)
+
+
+def test_flaky_reverse_direction():
+    results = run_many(60, 0.05, 40, seed=2, reverse=True)
+    ok = sum(r.status == "found" and r.culprits[0].rules == (c,) and r.culprits[0].direction == "off"
+             for c, r in results)
+    assert ok >= 38
+
+
+def test_flaky_not_reproduced():
+    cands = names(50)
+    verdicts = []
+    for t in range(20):
+        s = Search(cands, flaky=True, seed=t)
+        drive(s, SimTarget(cands, [], flip=0.05, seed=t))
+        verdicts.append(s.result.status)
+    assert verdicts.count("not_reproduced") >= 18
+    assert "found" not in verdicts
+
+
+@pytest.mark.parametrize("flip", [0.3, 0.45])
+def test_too_noisy_is_inconclusive_not_a_guess(flip):
+    cands = names(200)
+    statuses = []
+    for t in range(20):
+        s = Search(cands, flaky=True, seed=t, max_executions=40)
+        drive(s, SimTarget(cands, [frozenset({"R010"})], flip=flip, seed=t))
+        assert s.result.executions <= 40
+        statuses.append(s.result.status)
+        if s.result.status == "found":
+            assert s.result.culprits[0].confidence >= 0.95
+        else:
+            assert not s.result.culprits
+    assert statuses.count("inconclusive") >= 18
+
+
+def test_contradiction_switches_to_noise_aware_mode():
+    cands = names(64)
+    lied = []
+
+    def target(off):
+        bad = "R040" not in off
+        if not lied and 0 < len(off) < 64 and not bad:
+            lied.append(off)  # the first GOOD verdict of the search is reported BAD once
+            return Outcome.BAD
+        return Outcome.BAD if bad else Outcome.GOOD
+
+    s = Search(cands)
+    drive(s, target)
+    assert lied
+    assert any("noise-aware" in n for n in s.result.notes)
+    assert s.result.status == "found" and s.result.culprits[0].rules == ("R040",)
+    assert s.result.culprits[0].confidence >= 0.95
+
+
+def test_repeat_of_a_config_in_noisy_mode_is_labelled():
+    cands = names(16)
+    s = Search(cands, flaky=True, seed=3)
+    t = SimTarget(cands, [frozenset({"R003"})], flip=0.1, seed=3)
+    seen = set()
+    repeats = 0
+    while not s.done:
+        for off in s.propose():
+            if off in seen:
+                assert s.role(off) == "repeat"
+                repeats += 1
+            seen.add(off)
+            s.observe(off, t(off))
+    assert s.result.status in ("found", "inconclusive")
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_flaky_parallel(workers):
+    results = run_many(80, 0.05, 30, seed=4, workers=workers)
+    ok = sum(r.status == "found" and r.culprits[0].rules == (c,) for c, r in results)
+    assert ok >= 28
