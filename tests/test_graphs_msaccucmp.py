@@ -45,7 +45,6 @@ def _fused_graph_text() -> str:
 
 
 @pytest.mark.msaccucmp
-@pytest.mark.slow
 def test_msaccucmp_reads_our_atc_json(tmp_path, msaccucmp):
     graph_txt = tmp_path / "ge_proto_00000001_Build.txt"
     graph_txt.write_text(_fused_graph_text(), encoding="utf-8")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from fusebisect.compare.pbtext import RawGraph, RawOp, decode_text, no_gc, parse_model_text
@@ -72,16 +72,17 @@ class Graph:
 
     path: Path | None
     ops: list[OpInfo]
-    _index: dict[str, OpInfo] | None = field(default=None, init=False, repr=False, compare=False)
 
     def op(self, name: str) -> OpInfo | None:
-        """Return the op named exactly ``name`` (the first one if several subgraphs share it), or None."""
-        if self._index is None:
-            index: dict[str, OpInfo] = {}
+        """Return the op named exactly ``name`` (the first one if several subgraphs share it), or None.
+        The name index is built on first use (after changing ``ops``, build a new Graph)."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = {}
             for op in self.ops:
                 index.setdefault(op.name, op)
-            self._index = index
-        return self._index.get(name)
+            self.__dict__["_index"] = index
+        return index.get(name)
 
     @property
     def graph_names(self) -> list[str]:
