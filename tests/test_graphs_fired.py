@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fusebisect.cli.app import main
 from fusebisect.compare.graph import model_def_to_text
@@ -70,6 +72,7 @@ def test_braces_inside_strings_do_not_split_objects(tmp_path):
     ('{"graphId": "1", "graph_fusion": {"P": {"effect_times": "x"}}}', "is not a count"),
     ('{"graphId": "1", "graph_fusion": {"P": {"effect_times": -1}}}', "negative"),
     ('{"graphId": "1", "graph_fusion": {"P": 3}}', "is not an object"),
+    ('{"graph": [{"op": []}]}', "not a fusion_result.json"),
 ])
 def test_malformed_fusion_result(tmp_path, content, reason):
     path = tmp_path / "fusion_result.json"
@@ -77,6 +80,27 @@ def test_malformed_fusion_result(tmp_path, content, reason):
     with pytest.raises(GraphFormatError) as info:
         read_fusion_result(path)
     assert reason in str(info.value) and str(info.value).startswith(str(path))
+
+
+_SEED = (json.dumps(SESSION_STYLE, indent=2) + "\n" + json.dumps(GRAPHID_STYLE)).encode()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_SEED) - 1), st.integers(0, 8),
+                          st.sampled_from([b"", b"{", b"}", b'"', b"-1", b"x", b"\n", b"[", b"\xff", b":"])),
+                min_size=1, max_size=5))
+def test_fuzz_mutated_fusion_result_raises_only_graph_format_error(tmp_path_factory, edits):
+    buf = bytearray(_SEED)
+    for pos, length, insert in edits:
+        buf[pos:pos + length] = insert
+    path = tmp_path_factory.mktemp("fuzz") / "fusion_result.json"
+    path.write_bytes(bytes(buf))
+    try:
+        stats = read_fusion_result(path)
+    except GraphFormatError as exc:
+        assert str(exc).startswith(str(path)) and "\n" not in str(exc)
+    else:
+        assert all(s.effect_times >= 0 and s.match_times >= 0 for s in stats)
 
 
 def _graph_text(ops) -> str:

@@ -114,7 +114,11 @@ def read_fusion_result_per_graph(path) -> dict[str, list[RuleStat]]:
         raise GraphFormatError("empty file", path=p)
     per_graph: dict[str, dict[tuple[str, str], RuleStat]] = {}
     for ordinal, (obj, start) in enumerate(_objects(text, p)):
-        for label, section in _graph_sections(obj, ordinal):
+        sections = _graph_sections(obj, ordinal)
+        if obj and not sections:
+            raise GraphFormatError(f"the object at {_position(text, start)} has no session_and_graph_id_*, graphId, "
+                                   f"graph_fusion or ub_fusion key: not a fusion_result.json", path=p)
+        for label, section in sections:
             stats = per_graph.setdefault(label, {})
             for section_key, kind in KINDS.items():
                 rules = section.get(section_key)
