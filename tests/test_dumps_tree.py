@@ -19,7 +19,7 @@ def test_parse_plain_ffts_and_streamless_names():
     n = parse_dump_name("Add.partition0_rank1_new_sub_graph1_sgt_graph_0_Add.0.3.1673383728093446.4.1.0.0")
     assert (n.op_name, n.task_id, n.stream_id, n.timestamp, n.extra) == \
         ("partition0_rank1_new_sub_graph1_sgt_graph_0_Add", 0, 3, 1673383728093446, (4, 1, 0, 0))
-    assert n.context_id == 4 and n.thread_id == 0
+    assert n.task_type == 4 and n.context_id == 1 and n.thread_id == 0
     n = parse_dump_name("Mul.mul1.3.1700000000000004")
     assert (n.task_id, n.stream_id, n.timestamp) == (3, None, 1700000000000004)
     for bad in ("A.b.c", "conv1.0.1700000000000002.npy", "A.b", "mapping.csv", "A.b.1.2.x"):

@@ -491,16 +491,10 @@ def _iteration_dict(entry) -> dict:
 
 
 def _name_id(entry, attr: str) -> int | None:
-    """FFTS+ context/thread id from a dump name's trailing fields ``{task_type}.{context_id}.{thread_id}[...]``.
-
-    Same positions as msaccucmp (``DUMP_FILE_PATTERN`` groups 7 and 8): the field after the task type is the
-    context id, the next one the thread id. None for plain names or invalid (all-ones) ids.
-    """
-    extra = tuple(getattr(entry.name, "extra", ()) or ())
-    if len(extra) < 3:
-        return None
-    value = extra[1] if attr == "context_id" else extra[2]
-    return None if value in INVALID_IDS else int(value)
+    """FFTS+ context/thread id from a dump name (:class:`DumpName` reads msaccucmp's positions); None for
+    plain names or invalid (all-ones) ids."""
+    value = getattr(entry.name, attr, None)
+    return None if value is None or value in INVALID_IDS else int(value)
 
 
 def _stream(entry) -> int:

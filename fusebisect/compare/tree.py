@@ -42,14 +42,19 @@ class DumpName:
     extra: tuple[int, ...] = ()  # FFTS+ trailing numeric fields
 
     @property
-    def context_id(self) -> int | None:
-        """First FFTS+ trailing field, or None for plain names."""
+    def task_type(self) -> int | None:
+        """FFTS+ task type: the first trailing field (msaccucmp requires 0..4 there), or None for plain names."""
         return self.extra[0] if self.extra else None
 
     @property
+    def context_id(self) -> int | None:
+        """FFTS+ context id: the field after the task type (msaccucmp's DUMP_FILE_PATTERN), or None."""
+        return self.extra[1] if len(self.extra) >= 3 else None
+
+    @property
     def thread_id(self) -> int | None:
-        """FFTS+ thread id: the second-to-last name field when trailing fields exist (msaccucmp's rule)."""
-        return self.extra[-2] if len(self.extra) >= 2 else None
+        """FFTS+ thread id: the field after the context id (msaccucmp's DUMP_FILE_PATTERN), or None."""
+        return self.extra[2] if len(self.extra) >= 3 else None
 
 
 def parse_dump_name(name: str) -> DumpName | None:
