@@ -1,0 +1,315 @@
+"""Simulation benchmark of the search engine against the issue-7 targets (bisection.md section 5, T1-T9).
+
+Every scenario is randomised with fixed seeds and run against simulated targets
+(``fusebisect.search.simulate``): deterministic single culprits, independent culprits, AND-interactions,
+dump priors (right and wrong), flaky verdicts, sticky INVALID configurations, parallel workers. Executions
+include the two gates and every confirmation run. Prints one table row per target:
+scenario, target, measured (mean / median / max), accuracy, PASS/FAIL (PASS = the worst case meets the target
+where the target is a bound; "mean-only" = the mean meets it but not the worst case).
+
+    python benchmarks/bench_search.py            # full run (well under 2 minutes)
+    python benchmarks/bench_search.py --quick    # a tenth of the trials
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import statistics
+import sys
+import time
+
+from fusebisect.search import Outcome, Search
+from fusebisect.search.simulate import SimTarget, drive
+
+ROWS: list[tuple[str, str, str, str, str]] = []
+
+
+def names(n):
+    return [f"Pass{i:03d}" for i in range(n)]
+
+
+def L(n):
+    return math.ceil(math.log2(n))
+
+
+def H(p):
+    return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+
+
+def row(scenario, target, values, verdict, accuracy=""):
+    if values:
+        measured = f"{statistics.mean(values):6.2f} / {statistics.median(values):5.1f} / {max(values):3d}"
+    else:
+        measured = "-"
+    ROWS.append((scenario, target, measured, accuracy, verdict))
+
+
+def bound_verdict(values, bound):
+    if max(values) <= bound:
+        return "PASS"
+    return "mean-only" if statistics.mean(values) <= bound else "FAIL"
+
+
+def correct(result, sets, direction="on"):
+    return (result.status == "found" and {frozenset(c.rules) for c in result.culprits} == set(sets)
+            and all(c.direction == direction for c in result.culprits))
+
+
+def det(n, sizes, trials, seed, reverse=False, **kw):
+    """Run deterministic scenarios; return (executions, rounds, accuracy, duplicate count)."""
+    rng = random.Random(seed)
+    execs, rounds, ok, dups = [], [], 0, 0
+    cands = names(n)
+    for _ in range(trials):
+        picked = rng.sample(cands, sum(sizes))
+        sets, at = [], 0
+        for s in sizes:
+            sets.append(frozenset(picked[at:at + s]))
+            at += s
+        t = SimTarget(cands, sets, reverse=reverse)
+        s = Search(cands, **kw)
+        rounds.append(drive(s, t))
+        execs.append(s.result.executions)
+        ok += correct(s.result, sets, "off" if reverse else "on")
+        dups += len(t.runs) - len(set(t.runs))
+    return execs, rounds, ok / trials, dups
+
+
+def t1_t2_t6(scale):
+    total_dups = 0
+    for n in (40, 100, 300):
+        ex, _, acc, d = det(n, [1], 300 * scale, seed=n)
+        total_dups += d
+        row(f"T1 k=1 deterministic n={n}", f"<= {L(n) + 3}", ex, bound_verdict(ex, L(n) + 3), f"{acc:.3f}")
+    ex, _, acc, d = det(300, [1], 100 * scale, seed=5, reverse=True)
+    total_dups += d
+    row("T1 k=1 reverse direction n=300", f"<= {L(300) + 3}", ex, bound_verdict(ex, L(300) + 3), f"{acc:.3f}")
+    for k in (2, 3):
+        b = math.ceil(math.log2(math.comb(300, k))) + k + 3
+        ex, _, acc, d = det(300, [1] * k, 200 * scale, seed=10 + k)
+        total_dups += d
+        row(f"T2 k={k} independent n=300", f"<= {b}", ex, bound_verdict(ex, b), f"{acc:.3f}")
+        naive = k * L(300) + 3 + k
+        row(f"T2 k={k} vs naive k*log2n+3+k", f"<= {naive}", ex, bound_verdict(ex, naive), f"{acc:.3f}")
+    for n in (40, 300):
+        b = 2 * L(n) + 4
+        ex, _, acc, d = det(n, [2], 200 * scale, seed=20 + n)
+        total_dups += d
+        row(f"T6 interaction pair n={n} (one set)", f"<= {b}", ex, bound_verdict(ex, b), f"{acc:.3f}")
+    ex, _, acc, d = det(300, [2, 1], 100 * scale, seed=31)
+    total_dups += d
+    row("T6 pair + independent single n=300", "found", ex, "PASS" if acc == 1 else "FAIL", f"{acc:.3f}")
+    return total_dups
+
+
+def t3(scale):
+    n, cands = 300, names(300)
+    rng = random.Random(3)
+    right, wrong, extra = [], [], []
+    ok = 0
+    trials = 300 * scale
+    for _ in range(trials):
+        c = rng.choice(cands)
+        others = [x for x in cands if x != c]
+        k = rng.randint(1, 3)
+        prior = rng.sample(others, k - 1) + [c]
+        rng.shuffle(prior)
+        s = Search(cands, prior=prior)
+        drive(s, SimTarget(cands, [frozenset({c})]))
+        right.append(s.result.executions)
+        ok += correct(s.result, [frozenset({c})])
+        bad_prior = rng.sample(others, k)
+        w = Search(cands, prior=bad_prior)
+        drive(w, SimTarget(cands, [frozenset({c})]))
+        ok += correct(w.result, [frozenset({c})])
+        plain = Search(cands)
+        drive(plain, SimTarget(cands, [frozenset({c})]))
+        wrong.append(w.result.executions)
+        extra.append(w.result.executions - plain.result.executions)
+    acc = f"{ok / (2 * trials):.3f}"
+    row("T3 prior (1-3 rules) contains culprit", "median <= 4", right,
+        "PASS" if statistics.median(right) <= 4 else "FAIL", acc)
+    row("T3 wrong prior, absolute", f"<= {L(n) + 3 + 2}", wrong, bound_verdict(wrong, L(n) + 5), acc)
+    row("T3 wrong prior, extra vs no prior", "<= 2", extra, bound_verdict(extra, 2), acc)
+
+
+def naive_majority(n, p, rng, votes=3):
+    """Plain halving search with each step decided by a majority of ``votes`` noisy runs."""
+    lo, hi = 0, n
+    c = rng.randrange(n)
+    runs = 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        bad_votes = 0
+        for _ in range(votes):
+            bad = lo <= c < mid
+            if rng.random() < p:
+                bad = not bad
+            bad_votes += bad
+            runs += 1
+        if bad_votes * 2 > votes:
+            hi = mid
+        else:
+            lo = mid
+    return lo == c, runs
+
+
+def t4_t5(scale):
+    calib: list[tuple[float, bool]] = []
+    for n, p, trials in ((300, 0.1, 1000), (300, 0.05, 300), (40, 0.1, 300), (300, 0.2, 200)):
+        trials = max(20, trials * scale // 10) if scale < 10 else trials
+        rng = random.Random(int(p * 1000) + n)
+        ok = named = 0
+        ex = []
+        t0 = time.perf_counter()
+        for t in range(trials):
+            cands = names(n)
+            c = rng.choice(cands)
+            s = Search(cands, flaky=True, seed=t)
+            drive(s, SimTarget(cands, [frozenset({c})], flip=p, seed=10_000 + t))
+            r = s.result
+            ex.append(r.executions)
+            if r.status == "found":
+                named += 1
+                good = correct(r, [frozenset({c})])
+                ok += good
+                calib.append((r.culprits[0].confidence, good))
+            elif r.status != "inconclusive":
+                named += 1
+                calib.append((1.0, False))
+        secs = time.perf_counter() - t0
+        budget = 1.2 * (math.log2(n) + 4.3 + 3) / (1 - H(p))
+        acc = ok / trials
+        if p <= 0.1:
+            verdict = "PASS" if acc >= 0.95 and statistics.mean(ex) <= budget else "FAIL"
+        else:
+            verdict = "info"
+        row(f"T4 flaky p={p} n={n} ({trials} searches, {secs:.1f}s)",
+            f">=95%, mean <= {budget:.1f}", ex, verdict, f"{acc:.3f}")
+        nrng = random.Random(99)
+        for votes in (3, 1):
+            res = [naive_majority(n, p, nrng, votes) for _ in range(trials)]
+            nacc = sum(x for x, _ in res) / trials
+            row(f"   naive {'majority-of-3' if votes == 3 else 'single-run'} halving p={p} n={n}", "(baseline)",
+                [r for _, r in res], "info", f"{nacc:.3f}")
+    # calibration: named culprits grouped by reported confidence
+    lo_c = min(c for c, _ in calib)
+    worst_gap = 0.0
+    for a, b in ((0.95, 0.99), (0.99, 0.999), (0.999, 1.01)):
+        grp = [(c, g) for c, g in calib if a <= c < b]
+        if len(grp) >= 20:
+            gap = statistics.mean(c for c, _ in grp) - sum(g for _, g in grp) / len(grp)
+            worst_gap = max(worst_gap, gap)
+    overall = statistics.mean(c for c, _ in calib) - sum(g for _, g in calib) / len(calib)
+    row("T5 never names below confidence", ">= 0.95", [], "PASS" if lo_c >= 0.95 else "FAIL",
+        f"min {lo_c:.3f}")
+    row("T5 calibration (confidence - accuracy)", "<= 0.05", [], "PASS" if worst_gap <= 0.05 else "FAIL",
+        f"{overall:+.3f} (worst bin {worst_gap:+.3f})")
+
+
+def t7(scale):
+    n, cands = 300, names(300)
+    rng = random.Random(7)
+    ratios, ex = [], []
+    ok = 0
+    trials = 500 * scale // 10 if scale < 10 else 500
+    for t in range(trials):
+        c = rng.choice(cands)
+        target = SimTarget(cands, [frozenset({c})], invalid=0.1, seed=t,
+                           spare=[frozenset(), frozenset(cands)])
+        s = Search(cands)
+        drive(s, target)
+        plain = Search(cands)
+        drive(plain, SimTarget(cands, [frozenset({c})]))
+        ok += correct(s.result, [frozenset({c})])
+        ex.append(s.result.executions)
+        ratios.append(s.result.executions / plain.result.executions)
+    q = sorted(ratios)
+    row("T7 10% INVALID configs (gates valid) n=300", "correct", ex, "PASS" if ok == trials else "FAIL",
+        f"{ok / trials:.3f}")
+    row("T7 runs / deterministic runs", "<= 1.30", [], "PASS" if statistics.mean(ratios) <= 1.3 else "FAIL",
+        f"mean {statistics.mean(ratios):.2f} p95 {q[int(0.95 * len(q))]:.2f} max {q[-1]:.2f}")
+
+
+def t8(scale, dups):
+    # replay: every prefix of the journal resumes to the same next proposal and the same answer
+    rng = random.Random(8)
+    mismatches = checked = 0
+    for t in range(10 * scale):
+        n = rng.randint(20, 200)
+        cands = names(n)
+        sets = [frozenset(rng.sample(cands, rng.choice([1, 2])))]
+        kw = rng.choice([{}, {"workers": 3}, {"flaky": True}])
+        target = SimTarget(cands, sets, flip=0.05 if kw.get("flaky") else 0.0, seed=t)
+        s = Search(cands, **kw)
+        events, proposals = [], []
+        while not s.done:
+            for off in s.propose():
+                out = target(off)
+                proposals.append(sorted(map(sorted, s.propose())))
+                events.append(("observe", (off, out)))
+                s.observe(off, out)
+        for i in range(0, len(events), max(1, len(events) // 6)):
+            r = Search.replay(cands, events[:i], **kw)
+            checked += 1
+            same = sorted(map(sorted, r.propose())) == proposals[i]
+            for ev in events[i:]:
+                r.observe(*ev[1])
+            mismatches += not (same and r.result == s.result)
+    row("T8 duplicate executions (deterministic)", "0", [], "PASS" if dups == 0 else "FAIL", f"{dups}")
+    row(f"T8 replay of journal prefixes ({checked})", "identical", [], "PASS" if not mismatches else "FAIL",
+        f"{mismatches} mismatches")
+
+
+def t9(scale):
+    for workers in (2, 3, 7):
+        ex, rounds, acc, _ = det(300, [1], 100 * scale, seed=90 + workers, workers=workers)
+        b = math.ceil(math.log(300) / math.log(workers + 1) - 1e-9) + 2
+        row(f"T9 P={workers} workers k=1 n=300: rounds", f"<= {b}", rounds, bound_verdict(rounds, b),
+            f"{acc:.3f}")
+        row(f"T9 P={workers} workers k=1 n=300: runs", "(cost)", ex, "info", "")
+
+
+def undeclared_noise(scale):
+    n, cands = 300, names(300)
+    rng = random.Random(11)
+    ok = 0
+    ex = []
+    trials = 300 * scale // 10 if scale < 10 else 300
+    for t in range(trials):
+        c = rng.choice(cands)
+        s = Search(cands)
+        drive(s, SimTarget(cands, [frozenset({c})], flip=0.05, seed=t))
+        ok += correct(s.result, [frozenset({c})])
+        ex.append(s.result.executions)
+    row("noise p=0.05 NOT declared (auto-switch) n=300", "(info)", ex, "info", f"{ok / trials:.3f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a tenth of the trials")
+    args = ap.parse_args(argv)
+    scale = 1 if args.quick else 10
+    t0 = time.perf_counter()
+    dups = t1_t2_t6(max(1, scale // 10) if args.quick else 1)
+    t3(1)
+    t4_t5(scale)
+    t7(scale)
+    t8(1 if args.quick else 3, dups)
+    t9(1)
+    undeclared_noise(scale)
+    w = [max(len(r[i]) for r in ROWS + [("scenario", "target", "mean / median / max", "accuracy", "")])
+         for i in range(5)]
+    head = ("scenario", "target", "mean / median / max", "accuracy", "verdict")
+    print("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
+    print("  ".join("-" * w[i] for i in range(5)))
+    for r in ROWS:
+        print("  ".join(str(x).ljust(w[i]) for i, x in enumerate(r)))
+    print(f"\ntotal {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
