@@ -126,3 +126,15 @@ def test_html_renders_in_headless_chromium(demo_dumps, tmp_path):
                           (demo_dumps / "report.html").as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0
     assert "Culprit found:" in dom.stdout and dom.stdout.count("<svg") == 2
+
+
+def test_run_writes_its_reports_into_the_workdir(tmp_path, capsys):
+    import sys
+
+    workdir = tmp_path / "w"
+    rc = main(["--quiet", "run", "--metric", r"loss ([0-9.]+)", "--workdir", str(workdir), "--",
+               sys.executable, "-m", "fusebisect.sim", "train", "--steps", "5", "--faulty", "SoftmaxFusionPass"])
+    assert rc == 0
+    assert "reports:" in capsys.readouterr().out
+    assert "Culprit found:</b> SoftmaxFusionPass" in (workdir / "report.html").read_text()
+    assert "**Culprit found:** SoftmaxFusionPass" in (workdir / "report.md").read_text()

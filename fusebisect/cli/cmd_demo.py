@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
             except Interrupted as exc:
                 print(f"fusebisect: {exc}", file=sys.stderr)
                 raise typer.Exit(130)
-            html_path, md_path = write_run_reports(root)
+            html_path, md_path = write_run_reports(session.workdir)
             if as_json:
                 common.print_json({**res.run_json, "demo": {"faulty": faulty, "mode": mode}})
             else:

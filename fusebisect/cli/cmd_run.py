@@ -111,8 +111,12 @@ def register(app: typer.Typer) -> None:
         except Interrupted as exc:
             print(f"fusebisect: {exc}", file=sys.stderr)
             raise typer.Exit(130)
+        from fusebisect.report import write_run_reports
+
+        html_path, md_path = write_run_reports(session.workdir)
         if as_json:
             common.print_json(res.run_json)
         else:
             render_report(common.out(), res)
+            common.out().print(f"reports: {html_path} and {md_path}", soft_wrap=True)
         raise typer.Exit(res.exit_code)

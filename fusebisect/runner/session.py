@@ -171,7 +171,7 @@ class Progress:
         why = f" ({rec.reason})" if rec.reason else ""
         metric = f" metric={rec.measurement.metric:g}" if rec.measurement.metric is not None else ""
         tail = ""
-        if progress:
+        if progress and rec.role != "verify":  # the search is over once the production config is verified
             left = progress.get("candidates_left")
             est = progress.get("runs_remaining_estimate")
             parts = []
