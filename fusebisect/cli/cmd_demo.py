@@ -7,6 +7,7 @@ fusion rules is made faulty, and a complete ``fusebisect run`` searches for it w
 from __future__ import annotations
 
 import random
+import shlex
 import shutil
 import sys
 import tempfile
@@ -58,7 +59,7 @@ def demo_options(mode: str, faulty: str, workdir: Path, *, steps: int, seed: int
         command += ["--dump-step", "0"]
         kwargs = {"dumps": True}
     else:
-        kwargs = {"check": " ".join([sys.executable, "-m", "fusebisect.sim", "check", "--rtol", "1e-3"])}
+        kwargs = {"check": shlex.join([sys.executable, "-m", "fusebisect.sim", "check", "--rtol", "1e-3"])}
     return RunOptions(command=command, workdir=workdir, fresh=True, **kwargs)
 
 
@@ -75,9 +76,8 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[Optional[int], typer.Option(help="Seed for the choice of the faulty rule.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
     ) -> None:
-        from fusebisect.report import write_run_reports
+        from fusebisect.cli.cmd_run import run_session
         from fusebisect.runner.result import render_report
-        from fusebisect.runner.session import Interrupted, Progress, Session
 
         if mode not in MODES:
             raise UsageError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
@@ -95,13 +95,7 @@ def register(app: typer.Typer) -> None:
                    f"search: {faulty}); oracle: {mode}; workdir: {root}")
         try:
             opts = demo_options(mode, faulty, root, steps=steps, seed=seed or 0)
-            session = Session(opts, progress=Progress(quiet=common.state.quiet))
-            try:
-                res = session.run()
-            except Interrupted as exc:
-                print(f"fusebisect: {exc}", file=sys.stderr)
-                raise typer.Exit(130)
-            html_path, md_path = write_run_reports(session.workdir)
+            res, (html_path, md_path) = run_session(opts)
             if as_json:
                 common.print_json({**res.run_json, "demo": {"faulty": faulty, "mode": mode}})
             else:

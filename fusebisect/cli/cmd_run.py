@@ -42,6 +42,22 @@ def _split_csv(value: str | None) -> list[str] | None:
     return items
 
 
+def run_session(opts):
+    """Run a search session with progress on stderr, then write its report.html/report.md.
+
+    Returns (SessionResult, (html path, markdown path)); Ctrl-C exits 130 with the journal kept."""
+    from fusebisect.report import write_run_reports
+    from fusebisect.runner.session import Interrupted, Progress, Session
+
+    session = Session(opts, progress=Progress(quiet=common.state.quiet))
+    try:
+        res = session.run()
+    except Interrupted as exc:
+        print(f"fusebisect: {exc}", file=sys.stderr)
+        raise typer.Exit(130)
+    return res, write_run_reports(session.workdir)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run", help=HELP, context_settings={"allow_interspersed_args": False})
     def run(
@@ -89,7 +105,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
     ) -> None:
         from fusebisect.runner.result import render_report
-        from fusebisect.runner.session import Interrupted, Progress, RunOptions, Session
+        from fusebisect.runner.session import RunOptions
 
         if not command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run --metric 'loss ([0-9.]+)' "
@@ -105,18 +121,10 @@ def register(app: typer.Typer) -> None:
                           devices=dev, timeout=timeout, graph_dump=not no_graph_dump, fresh=fresh, output=output,
                           verify=not no_verify, max_runs=max_runs, seed=seed,
                           confidence=confidence)
-        session = Session(opts, progress=Progress(quiet=common.state.quiet))
-        try:
-            res = session.run()
-        except Interrupted as exc:
-            print(f"fusebisect: {exc}", file=sys.stderr)
-            raise typer.Exit(130)
-        from fusebisect.report import write_run_reports
-
-        html_path, md_path = write_run_reports(session.workdir)
+        res, reports = run_session(opts)
         if as_json:
             common.print_json(res.run_json)
         else:
             render_report(common.out(), res)
-            common.out().print(f"reports: {html_path} and {md_path}", soft_wrap=True)
+            common.out().print(f"reports: {reports[0]} and {reports[1]}", soft_wrap=True)
         raise typer.Exit(res.exit_code)
