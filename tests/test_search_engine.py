@@ -308,3 +308,23 @@ def test_usage_errors():
     s = Search(["A", "B"])
     with pytest.raises(UsageError, match="not one of"):
         s.observe(frozenset({"C"}), Outcome.GOOD)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from([0.1, 0.3]), st.integers(0, 10**6))
+def test_invalid_configs_never_lead_to_a_confirmed_wrong_set(sc, rate, seed):
+    cands, sets, reverse, workers = sc
+    t = SimTarget(cands, sets, reverse=reverse, invalid=rate, seed=seed,
+                  spare=[frozenset(), frozenset(cands)])
+    s = Search(cands, workers=workers)
+    drive(s, t)
+    r = s.result
+    assert len(t.runs) == len(set(t.runs))  # an INVALID configuration is never run again
+    assert r.status in ("found", "inconclusive")
+    for c in r.culprits:
+        if c.confidence == 1.0:
+            assert frozenset(c.rules) in set(sets)
+        else:
+            assert any(frozenset(c.rules) <= x for x in sets) or r.notes
+    if r.status == "found" and all(c.confidence == 1.0 for c in r.culprits) and not r.notes:
+        assert {frozenset(c.rules) for c in r.culprits} == set(sets)
