@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from fusebisect.search import Outcome, Search
+from fusebisect.search import Search
 from fusebisect.search.simulate import SimTarget, drive
 
 ROWS: list[tuple[str, str, str, str, str]] = []

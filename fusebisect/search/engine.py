@@ -21,24 +21,26 @@ The algorithm follows Go's cmd/bisect:
    (the symptom needs rules to be OFF). INVALID gates are retried once, then the search is inconclusive.
 2. Find a set: the first prior rules (if any) are tested alone; then the engine binary-searches the
    shortest BAD prefix of the candidate order (adaptive group testing; everything after the prefix is
-   off), choosing split sizes that minimise the expected runs. The prefix's last element r is needed. If r alone reproduces the symptom the set is {r}; otherwise r needs partners, which are searched
-   for the same way inside the prefix with r kept on (Go's "keep one half on, recurse into the other"). The
-   set returned is 1-minimal. With P workers each round tests P prefixes ((P+1)-ary splitting).
+   off), choosing split sizes that minimise the expected runs. The prefix's last element r is needed. If
+   r alone reproduces the symptom the set is {r}; otherwise r needs partners, which are searched for the
+   same way inside the prefix with r kept on (Go's "keep one half on, recurse into the other"). The set
+   returned is 1-minimal. With P workers each round tests P prefixes ((P+1)-ary splitting).
 3. Confirm it before accusing anyone: a dedicated run with only that set active must be BAD.
 4. Skip it and look for more: rerun with the set(s) found turned off and everything else on. GOOD -> done.
 
 Nothing is inferred except through the monotone model (a BAD set makes its supersets BAD, a GOOD set makes
 its subsets GOOD), and no configuration is run twice unless a repeat is needed. INVALID configurations are
 never treated as BAD: the engine picks a different split. UNKNOWN ones are repeated. ``repeat=N`` runs every
-configuration N times and takes the majority.
+configuration N times and takes the majority (deterministic mode; the noise-aware mode weighs every run).
 
 Run counts (n candidates, L = ceil(log2 n), executions include the 2 gates and every confirmation):
-one culprit takes at most L+4 and on average about log2(n)+3.5 (n=300: mean 11.7). No strategy that
-observes both "only r on" (BAD) and "r off, everything else on" (GOOD) for the rule it accuses can do better
-in the worst case: both runs name r, so one of them comes after r is identified, giving L+2 runs after the
-gates. k independent culprits take at most k*L + 2k + 2; an interaction pair about 2L+5, including one run
-per member showing it is harmless alone. With a prior, its first two rules are tested alone first: a right
-prior answers in 4 runs, a wrong one costs those two runs at most.
+one culprit takes at most L+4 and on average about log2(n)+3.5 (n=300: mean 11.7). Nothing that accuses r
+only after seeing both "only r on" BAD and "r off, everything else on" GOOD can guarantee fewer: each of
+those two runs names a single rule, so the later one of them for the accused rule carries no information;
+c runs after the gates can therefore settle at most 2^(c-2) candidates, i.e. L+2 runs after the gates.
+k independent culprits take at most k*L + 2k + 2; an interaction pair about 2L+5 on average (worst 2L+7),
+including one run per member showing it is harmless alone. With a prior, its first two rules are tested
+alone first: a right prior answers in 4 runs, a wrong one costs those two runs at most.
 
 When a third member of an interaction set would be needed, the BAD run behind it is repeated once first: a
 single wrong verdict produces the same picture. If the run that should show a rule suffices alone is
@@ -184,7 +186,11 @@ class Search:
             self._restart()
 
     def progress(self) -> dict:
-        """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions"} for display."""
+        """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions"} for display.
+
+        phase: gates | search | confirm | verify (looking for more) | noisy | done. In the noise-aware mode
+        candidates_left counts hypotheses with posterior above 1%.
+        """
         left = max(1, self._left)
         if self.done:
             est = 0
