@@ -620,7 +620,7 @@ class Search:
                            and not self._known_invalid_off(off)]
                 if missing and self.executions + len(missing) <= cap:
                     self._phase = "confirm"
-                    yield missing
+                    yield missing[:self.workers]
                     continue
                 return self._noisy_result(top, p)
             if self.executions >= cap:
