@@ -115,11 +115,13 @@ def test_interaction_pair_is_one_set(n, seed, reverse):
     t = SimTarget(cands, [pair], reverse=reverse)
     drive(s, t)
     assert [frozenset(c.rules) for c in s.result.culprits] == [pair]
-    # each member alone was observed GOOD (1-minimality checked by runs, not only inferred)
+    # 1-minimality is established by runs: for each member some executed GOOD configuration had it active
+    # without its partner (monotonicity then makes "that member alone" GOOD)
     for rule in pair:
-        alone = frozenset({rule}) if reverse else frozenset(cands) - {rule}
-        assert alone in t.runs and not t.truth(alone)
-    assert s.result.executions <= 2 * log2c(n) + 7
+        other = next(iter(pair - {rule}))
+        active = [(r if reverse else frozenset(cands) - r) for r in t.runs if not t.truth(r)]
+        assert any(rule in a and other not in a for a in active)
+    assert s.result.executions <= 2 * log2c(n) + 6
 
 
 def test_interaction_pair_average_near_target():
@@ -131,7 +133,7 @@ def test_interaction_pair_average_near_target():
         s = Search(cands)
         drive(s, SimTarget(cands, [pair]))
         runs.append(s.result.executions)
-    assert statistics.mean(runs) <= 2 * log2c(n) + 5
+    assert statistics.mean(runs) <= 2 * log2c(n) + 4
 
 
 def test_gates_not_reproduced_and_not_fusion():

@@ -38,8 +38,13 @@ one culprit takes at most L+4 and on average about log2(n)+3.5 (n=300: mean 11.7
 only after seeing both "only r on" BAD and "r off, everything else on" GOOD can guarantee fewer: each of
 those two runs names a single rule, so the later one of them for the accused rule carries no information;
 c runs after the gates can therefore settle at most 2^(c-2) candidates, i.e. L+2 runs after the gates.
-k independent culprits take at most k*L + 2k + 2; an interaction pair about 2L+5 on average (worst 2L+7),
-including one run per member showing it is harmless alone. With a prior, its first two rules are tested
+k independent culprits take at most k*L + 2k + 2; an interaction pair about 2L+3.5 on average (worst 2L+6).
+The set's 1-minimality (each member alone is harmless) is not run again when monotonicity already implies
+it: the prefix search observed a GOOD configuration holding the earlier member without the later one, and
+the partner search one holding the later member without its partner (or ran it alone). The pair's
+worst case stays above 2L+4: the single-culprit split plan (scanning the last two suspects alone)
+spends a third run there when the culprit turns out to need a partner; keeping it out of those
+intervals costs single culprits more on average than the pair saves in the worst case. With a prior, its first two rules are tested
 alone first: a right prior answers in 4 runs, a wrong one costs those two runs at most.
 
 When a third member of an interaction set would be needed, the BAD run behind it is repeated once first: a
@@ -69,7 +74,6 @@ from .noisy import Posterior
 _MAX_SETS = 16          # stop looking for more culprit sets after this many
 _UNKNOWN_REPEATS = 3    # UNKNOWN verdicts tolerated per configuration before it counts as INVALID
 _PRIOR_SINGLES = 2      # prior rules tested on their own before the group search
-_DIRECT_MINIMALITY = True  # run "set minus one rule" for interaction sets even when implied GOOD
 
 
 class _OutOfBudget(Exception):
@@ -424,8 +428,8 @@ class Search:
                 break
             self._phase = "confirm"
             smask = mask_of(S)
-            for s in S if len(S) > 1 else ():   # 1-minimality of interaction sets, observed directly
-                yield from self._test(smask & ~(1 << s), "confirm", direct=_DIRECT_MINIMALITY)
+            for s in self._minimality_gaps(S):
+                yield from self._test(smask & ~(1 << s), "confirm")
             v = yield from self._test(smask, "confirm", direct=True)
             if v is Outcome.INVALID:
                 self._unconfirmed.update(S)
@@ -435,6 +439,18 @@ class Search:
                 self._notes.append(f"stopped after {_MAX_SETS} culprit sets")
                 break
         return self._det_result()
+
+    def _minimality_gaps(self, S: list[int]) -> list[int]:
+        """Return the members s of S whose 1-minimality fact "S minus s is GOOD" is not yet established.
+
+        Used by the deterministic search only: a fact implied by monotonicity from an observed GOOD
+        configuration (one whose active set contains S minus s but not s) is established and costs no run.
+        (The noise-aware mode names single rules only, each after its own two direct confirmation runs.)
+        """
+        if len(S) < 2:
+            return []
+        smask = mask_of(S)
+        return [s for s in S if self._know.implied(smask & ~(1 << s)) != "good"]
 
     def _bad_half(self, U: list[int]):
         """Generator: the first half of U (in order) whose run is BAD, or None."""
