@@ -310,7 +310,7 @@ def _num(value):
 
 
 def _plain(value):
-    from fusebisect.cli.common import to_jsonable
+    from fusebisect.jsonutil import to_jsonable
 
     return to_jsonable(value)
 

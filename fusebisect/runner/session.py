@@ -157,9 +157,10 @@ class Progress:
 
     def log(self, message: str) -> None:
         if not self.quiet:
-            from fusebisect.cli.common import err
+            from rich.console import Console
 
-            err().print(message)
+            # a fresh console per line follows stderr redirection (tests) and NO_COLOR / non-TTY rules
+            Console(stderr=True, highlight=False, soft_wrap=False).print(message)
 
     def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None) -> None:
         what = "nothing off" if not off else (f"{len(off)} off: " + _short(off))
