@@ -182,3 +182,43 @@ def test_msaccucmp_maps_fused_ops_to_the_recorded_originals(tmp_path, msaccucmp)
         assert row[col["GroundTruth"]].split(",") == node.originals()
         cosine = float(row[col["CosineSimilarity"]])
         assert np.isfinite(cosine) and cosine > 0.999, (node.name, cosine)
+
+
+@pytest.mark.msaccucmp
+def test_msaccucmp_fused_vs_unfused_with_close_graph_agrees_with_ours(tmp_path, msaccucmp):
+    """msaccucmp -f/-cf on the simulator's fused (one faulty rule) and fusion-off nano dumps: it maps every fused
+    op through the recorded originals, and fusebisect's own fused-vs-unfused compare gives the same cosines."""
+    from fusebisect.compare.engine import compare_dumps
+
+    all_off = tmp_path / "all-off.cfg"
+    all_off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}\n')
+    runs = {}
+    for side, extra in (("on", ["--faulty", "MatMulBiasAddFusionPass"]), ("off", ["--fusion-switch-file", str(all_off)])):
+        root = tmp_path / side
+        result = sim(root, "--steps", "1", "--dump-step", "0", "--dump-path", str(root / "dump"), "--dump-encoding",
+                     "nano", *extra, env={"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(root / "graph")})
+        (leaf,) = leaf_dirs(root / "dump")
+        runs[side] = (result, leaf, write_atc_json(load_graph(root / "graph"), root / f"{side}.json"))
+    (fused_result, my_leaf, fused_json), (_, golden_leaf, close_json) = runs["on"], runs["off"]
+    out = tmp_path / "out"
+    proc = msaccucmp.run("compare", "-m", str(my_leaf), "-g", str(golden_leaf), "-f", str(fused_json), "-cf",
+                         str(close_json), "-out", str(out))
+    assert proc.returncode in (0, 2), proc.stdout[-2000:] + proc.stderr[-2000:]
+    (csv_path,) = out.glob("result_*.csv")
+    with csv_path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    header, rows = rows[0], rows[1:]
+    col = {name: header.index(name) for name in ("NPUDump", "GroundTruth", "TensorIndex", "CosineSimilarity")}
+    theirs = {r[col["TensorIndex"]]: r for r in rows}
+
+    ours = {r.tensor: r for r in compare_dumps(my_leaf, golden_leaf, my_graph=fused_json,
+                                               golden_graph=close_json).rows}
+    fused = [n for n in fused_result.compiled.graph.compute_nodes() if n.fused]
+    assert len(fused) >= 5
+    for node in fused:
+        tensor = f"{node.name}:output:0"
+        row = theirs[tensor]
+        assert row[col["GroundTruth"]].split(",") == node.originals()
+        assert abs(float(row[col["CosineSimilarity"]]) - ours[tensor].cosine) < 1e-6, tensor
+    # the faulty rule's fused op is where both tools see the divergence
+    assert float(theirs["fc1_MatMul:output:0"][col["CosineSimilarity"]]) < 0.99
