@@ -46,6 +46,9 @@ def metric_curves(series: dict[str, Sequence[float]], *, ylabel: str = "metric",
             continue
         marker = "o" if len(values) <= 1 else None
         ax.plot(range(1, len(values) + 1), values, styles.get(label, "-"), marker=marker, label=label, linewidth=1.6)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step (match index)")
     ax.set_ylabel(ylabel)
     if title:
@@ -84,15 +87,23 @@ def search_timeline(sizes: Sequence[int], outcomes: Sequence[str], seconds: Sequ
     xs = list(range(1, len(sizes) + 1))
     colours = [_COLOURS.get(o, "#607d8b") for o in outcomes]
     ax.bar(xs, sizes, color=colours)
+    # a marker on every bar keeps executions with nothing off (the baseline) visible
+    ax.scatter(xs, sizes, color=colours, edgecolors="#263238", linewidths=0.6, zorder=3, s=28)
+    top = max(sizes, default=0)
     for x, size, role in zip(xs, sizes, roles):
         if role in ("reference", "baseline", "confirm", "verify"):
-            ax.annotate(role, (x, size), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
+            ax.annotate(role, (x, size), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7)
+    ax.set_ylim(0, top * 1.25 + 1)
     ax.set_ylabel("rules off")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in _COLOURS.values()]
-    ax.legend(handles, list(_COLOURS), fontsize=7, ncol=4, loc="upper right")
+    ax.legend(handles, list(_COLOURS), fontsize=7, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              frameon=False)
     ax.grid(alpha=0.3, axis="y")
     ax2.bar(xs, seconds, color="#90a4ae")
     ax2.set_ylabel("seconds")
     ax2.set_xlabel("execution")
+    from matplotlib.ticker import MaxNLocator
+
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.grid(alpha=0.3, axis="y")
     return _to_svg(fig, "timeline")
