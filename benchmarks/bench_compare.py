@@ -109,6 +109,9 @@ def find_msaccucmp() -> Path | None:
 
 
 def main() -> None:
+    from fusebisect.allocator import tune_allocator
+
+    tune_allocator()  # the in-process engine runs with the allocator settings the CLI uses
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gb", type=float, default=1.0, help="size of each big dump tree in GB")
     parser.add_argument("--tensor-mb", type=int, default=64, help="size of one tensor in MB")

@@ -73,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code (also used by tests, which call it in-process)."""
     args = list(sys.argv[1:] if argv is None else argv)
     common.state.debug = "--debug" in args
+    if argv is None:  # the fusebisect process itself, not a host program calling main() in-process
+        from fusebisect.allocator import tune_allocator
+
+        tune_allocator()
     try:
         rv = app(args=args, prog_name="fusebisect", standalone_mode=False)
     except FusebisectError as exc:

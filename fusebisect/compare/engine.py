@@ -216,11 +216,40 @@ class _Task:
     run: object          # callable(ctx) -> list[CompareRow]
 
 
+_FORKED: tuple[list[_Task], _Context] | None = None   # what forked workers inherit (tasks are closures)
+
+
+def _run_forked(index: int) -> tuple[list[CompareRow], list[dict]]:
+    tasks, ctx = _FORKED
+    before = len(ctx.unmatched)
+    rows = tasks[index].run(ctx)
+    return rows, ctx.unmatched[before:]
+
+
 def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
+    """Run the per-op tasks in order. ``jobs`` > 1: worker processes forked from this one (the per-op Python
+    work does not scale with threads), or threads where fork is unavailable or other threads are running."""
+    global _FORKED
     if ctx.jobs <= 1 or len(tasks) <= 1:
         return [t.run(ctx) for t in tasks]
-    with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
-        return list(pool.map(lambda t: t.run(ctx), tasks))
+    import multiprocessing
+    import threading
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
+            return list(pool.map(lambda t: t.run(ctx), tasks))
+    _FORKED = (tasks, ctx)
+    try:
+        with multiprocessing.get_context("fork").Pool(min(ctx.jobs, len(tasks))) as pool:
+            chunk = max(1, len(tasks) // (ctx.jobs * 8))
+            results = pool.map(_run_forked, range(len(tasks)), chunksize=chunk)
+    finally:
+        _FORKED = None
+    out = []
+    for rows, unmatched in results:   # unmatched entries come back in task order, as a serial run adds them
+        ctx.unmatched.extend(unmatched)
+        out.append(rows)
+    return out
 
 
 def _nan_metrics(ctx: _Context) -> dict:
