@@ -260,3 +260,15 @@ def test_render_parse_round_trip(graph, ub):
     back = parse_switch_text(render_switch(c))
     assert back.graph == graph and back.ub == ub
     assert render_switch(back) == render_switch(c)
+
+
+def test_a_backup_never_replaces_an_older_backup(tmp_path):
+    target = tmp_path / "fusion_switch.cfg"
+    target.write_text("user's own file\n")
+    write_switch_file(target, cfg({"A": "off"}), force=True)
+    write_switch_file(target, cfg({"B": "off"}), force=True)
+    write_switch_file(target, cfg({"C": "off"}), force=True)
+    assert (tmp_path / "fusion_switch.cfg.bak").read_text() == "user's own file\n"
+    assert parse_switch_file(tmp_path / "fusion_switch.cfg.bak.1").graph == {"A": "off"}
+    assert parse_switch_file(tmp_path / "fusion_switch.cfg.bak.2").graph == {"B": "off"}
+    assert parse_switch_file(target).graph == {"C": "off"}

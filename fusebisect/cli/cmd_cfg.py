@@ -13,7 +13,7 @@ from fusebisect.errors import UsageError
 
 KIND_HELP = "Section for names the catalog lacks (or whose kind is unknown): graph or ub."
 JSON_HELP = "Machine-readable result on stdout."
-FORCE_HELP = "Replace an existing --out file (the old one is kept as F.bak)."
+FORCE_HELP = "Replace an existing --out file (the old one is kept as F.bak, or F.bak.N if that exists)."
 
 
 def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: list[str]) -> None:

@@ -629,11 +629,24 @@ def render_switch(config: SwitchConfig) -> str:
     return json.dumps(config_document(config), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def next_backup_path(path) -> Path:
+    """Where a backup of ``path`` goes: ``<path>.bak``, or ``<path>.bak.N`` (the first free N) when earlier
+    backups exist, so a backup never replaces an older one."""
+    p = Path(path)
+    candidate = p.with_name(p.name + ".bak")
+    n = 1
+    while candidate.exists():
+        candidate = p.with_name(f"{p.name}.bak.{n}")
+        n += 1
+    return candidate
+
+
 def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Path:
     """Write ``config`` canonically and atomically to ``path``; return the path.
 
-    An existing file is replaced only with ``force``, and then kept as ``<path>.bak``. Raises UsageError if
-    ``path`` is a directory or exists without ``force``; OSError on I/O failure.
+    An existing file is replaced only with ``force``, and then kept as ``<path>.bak`` (``.bak.N`` if that
+    exists: earlier backups are never replaced). Raises UsageError if ``path`` is a directory or exists without
+    ``force``; OSError on I/O failure.
     """
     p = Path(path)
     text = render_switch(config)
@@ -642,7 +655,7 @@ def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Pat
     if p.exists():
         if not force:
             raise UsageError(f"{p}: already exists (use --force to replace it; the old file is kept as .bak)")
-        shutil.copy2(p, p.with_name(p.name + ".bak"))
+        shutil.copy2(p, next_backup_path(p))
     return atomic_write_text(p, text)
 
 

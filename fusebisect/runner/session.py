@@ -717,7 +717,7 @@ class Session:
 
     def _production(self, result) -> tuple[Path, TrialRecord | None]:
         """Write the production switch file to --output (keeping a .bak of a foreign file) and verify it."""
-        from fusebisect.rules.switchfile import render_switch, write_switch_file
+        from fusebisect.rules.switchfile import next_backup_path, render_switch, write_switch_file
 
         off, cfg = self.production_config(result)
         target = Path(self.opts.output) if self.opts.output else self.workdir / "fusion_switch.cfg"
@@ -728,8 +728,9 @@ class Session:
             except (OSError, UnicodeDecodeError):
                 same = False
             if not same:
-                write_switch_file(target, cfg, force=True)  # keeps <target>.bak
-                self.notes.append(f"the previous {target.name} was kept as {target.name}.bak")
+                backup = next_backup_path(target)
+                write_switch_file(target, cfg, force=True)  # keeps the old file as `backup`
+                self.notes.append(f"the previous {target.name} was kept as {backup.name}")
         else:
             write_switch_file(target, cfg)
         verify = None
