@@ -148,23 +148,69 @@ def load_rules_spec(spec: str) -> list[str]:
 
 
 class Progress:
-    """Progress lines on stderr: runs done, candidates left, rough runs remaining, current config, verdicts.
+    """Progress on stderr: runs done, candidates left, rough runs remaining, the runs in flight, last verdicts.
 
-    Quiet mode prints nothing. Lines are plain text when stderr is not a terminal (rich decides)."""
+    On a terminal a live status footer (rich) stays under the scrolling log lines; elsewhere (pipes, CI, logs)
+    every event is one plain line. Quiet mode prints nothing. Thread-safe: parallel trials report from worker
+    threads."""
 
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, quiet: bool = False, *, live: bool | None = None) -> None:
+        from rich.console import Console
+
         self.quiet = quiet
+        self.console = Console(stderr=True, highlight=False, soft_wrap=False)
+        self.live_enabled = (self.console.is_terminal and not self.console.is_dumb_terminal) if live is None \
+            else live
+        self._live = None
+        self._lock = threading.Lock()
+        self._inflight: dict[int, str] = {}  # run index -> "role: what is off"
+        self._verdicts: list[str] = []  # outcome of each finished run, oldest first
+        self._done = 0
+        self._left: int | None = None
+        self._estimate: int | None = None
+
+    def _status(self):
+        from rich.text import Text
+
+        parts = [f"runs done: {self._done}"]
+        if self._left is not None:
+            parts.append(f"candidates left: {self._left}")
+        if self._estimate is not None:
+            parts.append(f"roughly {self._estimate} runs left")
+        text = Text(" · ".join(parts), style="bold")
+        marks = {"good": ("✓", "green"), "bad": ("✗", "red"), "invalid": ("?", "yellow"), "unknown": ("~", "blue")}
+        if self._verdicts:
+            text.append("   last: ")
+            for outcome in self._verdicts[-12:]:
+                mark, colour = marks.get(outcome, ("·", "white"))
+                text.append(mark, style=colour)
+        for index, what in sorted(self._inflight.items()):
+            text.append(f"\n  running {index} ({what})", style="dim")
+        return text
+
+    def _refresh(self) -> None:
+        if self.quiet or not self.live_enabled:
+            return
+        if self._live is None:
+            from rich.live import Live
+
+            self._live = Live(self._status(), console=self.console, refresh_per_second=4, transient=True)
+            self._live.start()
+        else:
+            self._live.update(self._status())
 
     def log(self, message: str) -> None:
-        if not self.quiet:
-            from rich.console import Console
-
-            # a fresh console per line follows stderr redirection (tests) and NO_COLOR / non-TTY rules
-            Console(stderr=True, highlight=False, soft_wrap=False).print(message)
+        if self.quiet:
+            return
+        with self._lock:
+            self.console.print(message)  # printed above the live footer when there is one
+            self._refresh()
 
     def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None) -> None:
         what = "nothing off" if not off else (f"{len(off)} off: " + _short(off))
         dev = f" on device {device}" if device is not None else ""
+        with self._lock:
+            self._inflight[rec_index] = f"{role}{dev}: {what}"
         self.log(f"[dim]run {rec_index} ({role}{dev}): {what}[/dim]")
 
     def finished(self, rec: TrialRecord, progress: dict | None, executed: int) -> None:
@@ -172,18 +218,31 @@ class Progress:
         why = f" ({rec.reason})" if rec.reason else ""
         metric = f" metric={rec.measurement.metric:g}" if rec.measurement.metric is not None else ""
         tail = ""
-        if progress and rec.role != "verify":  # the search is over once the production config is verified
-            left = progress.get("candidates_left")
-            est = progress.get("runs_remaining_estimate")
-            parts = []
-            if left is not None:
-                parts.append(f"{left} candidates left")
-            if est is not None:
-                parts.append(f"roughly {est} runs left")
-            if parts:
-                tail = " — " + ", ".join(parts)
+        with self._lock:
+            self._inflight.pop(rec.index, None)
+            self._verdicts.append(rec.outcome)
+            self._done = executed
+            if progress and rec.role != "verify":  # the search is over once the production config is verified
+                self._left = progress.get("candidates_left")
+                self._estimate = progress.get("runs_remaining_estimate")
+                parts = []
+                if self._left is not None:
+                    parts.append(f"{self._left} candidates left")
+                if self._estimate is not None:
+                    parts.append(f"roughly {self._estimate} runs left")
+                if parts:
+                    tail = " — " + ", ".join(parts)
+            elif rec.role == "verify":
+                self._left = self._estimate = None
         self.log(f"run {rec.index} [{colour}]{rec.outcome.upper()}[/{colour}]{why}{metric} "
                  f"in {rec.measurement.seconds:.1f}s; {executed} runs done{tail}")
+
+    def close(self) -> None:
+        """Stop the live footer (the log lines above it stay on screen)."""
+        with self._lock:
+            if self._live is not None:
+                self._live.stop()
+                self._live = None
 
 
 def _short(names, limit: int = 4) -> str:
@@ -446,6 +505,8 @@ class Session:
         except KeyboardInterrupt:
             self.registry.kill_all()
             raise Interrupted(self._resume_hint()) from None
+        finally:
+            self.progress.close()
 
     def _resume_hint(self) -> str:
         return (f"interrupted after {self.executed} runs; the journal is kept in {self.journal.path}. "
