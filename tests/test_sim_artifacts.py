@@ -26,6 +26,14 @@ def sim(tmp_path: Path, *args: str, env: dict | None = None):
     return run(resolve(list(args), base), stdout=io.StringIO(), stderr=io.StringIO())
 
 
+def read_result_csv(out: Path) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the one result_*.csv msaccucmp wrote into ``out``."""
+    (csv_path,) = out.glob("result_*.csv")
+    with csv_path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
 def leaf_dirs(root: Path) -> list[Path]:
     return sorted({p.parent for p in root.rglob("*") if p.is_file()})
 
@@ -167,10 +175,7 @@ def test_msaccucmp_maps_fused_ops_to_the_recorded_originals(tmp_path, msaccucmp)
     proc = msaccucmp.run("compare", "-m", str(leaf), "-g", str(golden), "-f", str(fused_json), "-out", str(out))
     # rc 2: the graph's Variable/Const ops have no dump (CANN does not dump them either); the CSV is complete
     assert proc.returncode in (0, 2), proc.stdout[-2000:] + proc.stderr[-2000:]
-    (csv_path,) = out.glob("result_*.csv")
-    with csv_path.open(newline="") as handle:
-        rows = list(csv.reader(handle))
-    header, rows = rows[0], rows[1:]
+    header, rows = read_result_csv(out)
     col = {name: header.index(name) for name in ("NPUDump", "GroundTruth", "TensorIndex", "CosineSimilarity")}
     fused = [n for n in result.compiled.graph.compute_nodes() if n.fused]
     assert len(fused) >= 5
@@ -204,10 +209,7 @@ def test_msaccucmp_fused_vs_unfused_with_close_graph_agrees_with_ours(tmp_path, 
     proc = msaccucmp.run("compare", "-m", str(my_leaf), "-g", str(golden_leaf), "-f", str(fused_json), "-cf",
                          str(close_json), "-out", str(out))
     assert proc.returncode in (0, 2), proc.stdout[-2000:] + proc.stderr[-2000:]
-    (csv_path,) = out.glob("result_*.csv")
-    with csv_path.open(newline="") as handle:
-        rows = list(csv.reader(handle))
-    header, rows = rows[0], rows[1:]
+    header, rows = read_result_csv(out)
     col = {name: header.index(name) for name in ("NPUDump", "GroundTruth", "TensorIndex", "CosineSimilarity")}
     theirs = {r[col["TensorIndex"]]: r for r in rows}
 
