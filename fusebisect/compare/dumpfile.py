@@ -10,8 +10,9 @@ Encodings, detected by content (never by file name):
   ``ge::DataType``), then input and output bytes.
 * ``npy``: a numpy file, presented as a dump with one output.
 
-:func:`read_dump` parses only the header; tensor bytes are memory-mapped and decoded when
-:meth:`TensorRecord.array` is called. :func:`write_dump` writes binary, protobuf or nano files atomically.
+:func:`read_dump` parses only the header; tensor bytes are decoded when :meth:`TensorRecord.array` is called,
+from the one read of a small file or, for larger files, from a memory map made then. :func:`write_dump` writes
+binary, protobuf or nano files atomically.
 """
 
 from __future__ import annotations
@@ -190,33 +191,51 @@ def _name_fields(path: Path) -> tuple[str, int]:
     return path.name, 0
 
 
+# files up to this size are read with one read() (cheaper than mapping them); larger ones are mapped on demand
+_READ_WHOLE_BYTES = 4 << 20
+
+
+def _from_bytes(data: bytes, offset: int, size: int) -> Callable[[], np.ndarray]:
+    """A loader giving ``size`` bytes at ``offset`` of ``data`` (read-only, no copy)."""
+    return lambda: np.frombuffer(data, dtype=np.uint8, count=size, offset=offset)
+
+
 def read_dump(path: str | os.PathLike[str]) -> DumpFile:
     """Parse the dump file at ``path`` (binary, protobuf, nano or npy, detected by content).
 
     Returns a :class:`DumpFile` whose tensors are decoded lazily. Raises DumpFormatError (one line naming the
     file and the reason) for an empty, truncated or malformed file or a size mismatch; OSError if unreadable.
     """
-    path = Path(path)
-    with open(path, "rb") as handle:
+    path = path if isinstance(path, Path) else Path(path)
+    with open(path, "rb", buffering=0) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
             raise DumpFormatError("empty file, not a dump", path=path)
-        head = handle.read(min(size, 64))
+        head = _read_exactly(handle, 64)
         if head.startswith(_NPY_MAGIC):
             return _read_npy(path, handle)
+        whole = None
+        if size <= _READ_WHOLE_BYTES:
+            whole = head + handle.readall() if len(head) == 64 else head   # header and data, one read
+            size = len(whole)
         if len(head) >= 12 and head[8:12] == _NANO_MAGIC_BYTES:
             header_len = _U64.unpack_from(head)[0]
             if 8 + header_len > size:
                 raise DumpFormatError(f"nano header length {header_len} runs past the end of the file "
                                       f"({size} bytes)", path=path)
+            if whole is not None:
+                return _read_nano(path, whole[8:8 + header_len], size, whole)
             handle.seek(8)
-            return _read_nano(path, handle.read(header_len), size)
+            return _read_nano(path, _read_exactly(handle, header_len), size)
         binary_reason = None
         if len(head) >= 8:
             header_len = _U64.unpack_from(head)[0]
             if 8 + header_len <= size:
-                handle.seek(8)
-                header = handle.read(header_len)
+                if whole is not None:
+                    header = whole[8:8 + header_len]
+                else:
+                    handle.seek(8)
+                    header = _read_exactly(handle, header_len)
                 msg = _dd.DumpData()
                 try:
                     msg.ParseFromString(header)
@@ -224,15 +243,28 @@ def read_dump(path: str | os.PathLike[str]) -> DumpFile:
                     binary_reason = f"header is not a DumpData message ({_short(exc)})"
                 else:
                     if not _has_inline_data(msg):
-                        return _binary(path, msg, header_len, size)
+                        return _binary(path, msg, header_len, size, whole)
                     binary_reason = "header carries tensor data"
             else:
                 binary_reason = f"header length {header_len} runs past the end of the file ({size} bytes)"
         else:
             binary_reason = f"file has only {size} bytes, too short for a header length"
-        handle.seek(0)
-        whole = handle.read()
+        if whole is None:
+            handle.seek(0)
+            whole = handle.readall()
     return _read_protobuf(path, whole, binary_reason)
+
+
+def _read_exactly(handle, n: int) -> bytes:
+    """Up to ``n`` bytes from the current position (an unbuffered read may return fewer per call)."""
+    chunks = []
+    while n > 0:
+        chunk = handle.read(n)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
 
 
 def _short(exc: BaseException) -> str:
@@ -266,7 +298,7 @@ def _records_from_proto(msg, path: Path, sources: Callable[[object], Callable[[]
     return inputs, outputs, buffers, spaces
 
 
-def _binary(path: Path, msg, header_len: int, size: int) -> DumpFile:
+def _binary(path: Path, msg, header_len: int, size: int, whole: bytes | None = None) -> DumpFile:
     bases = []
     offset = 8 + header_len
     for group in (msg.input, msg.output, msg.buffer, msg.space):
@@ -283,7 +315,7 @@ def _binary(path: Path, msg, header_len: int, size: int) -> DumpFile:
 
     def source(_t):
         off, n = next(it)
-        return _mapped(path, off, n)
+        return _mapped(path, off, n) if whole is None else _from_bytes(whole, off, n)
 
     inputs, outputs, buffers, spaces = _records_from_proto(msg, path, source, lambda t: int(t.size))
     op_name = msg.op_name or _name_fields(path)[0]
@@ -312,7 +344,7 @@ def _read_protobuf(path: Path, whole: bytes, binary_reason: str | None) -> DumpF
     return DumpFile(path, "protobuf", op_name, msg.version, int(msg.dump_time), inputs, outputs, buffers, spaces)
 
 
-def _read_nano(path: Path, header: bytes, size: int) -> DumpFile:
+def _read_nano(path: Path, header: bytes, size: int, whole: bytes | None = None) -> DumpFile:
     view = memoryview(header)
     try:
         magic, version = struct.unpack_from("<II", view, 0)
@@ -354,14 +386,16 @@ def _read_nano(path: Path, header: bytes, size: int) -> DumpFile:
     inputs, outputs = [], []
     for i, (f, tlv) in enumerate(in_descs):
         data_type, fmt, _atype, address, _off, nbytes, _ = f
+        raw = _mapped(path, offset, nbytes) if whole is None else _from_bytes(whole, offset, nbytes)
         inputs.append(_record("input", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
-                                   nbytes, address, 0, None, _mapped(path, offset, nbytes), path))
+                                   nbytes, address, 0, None, raw, path))
         offset += nbytes
     for i, (f, tlv) in enumerate(out_descs):
         data_type, fmt, _atype, orig_index, _odt, _ofmt, address, _off, nbytes, _ = f
         orig = (tlv[2], orig_index) if 2 in tlv else None
+        raw = _mapped(path, offset, nbytes) if whole is None else _from_bytes(whole, offset, nbytes)
         outputs.append(_record("output", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
-                                    nbytes, address, 0, orig, _mapped(path, offset, nbytes), path))
+                                    nbytes, address, 0, orig, raw, path))
         offset += nbytes
     op_name, stamp = _name_fields(path)
     return DumpFile(path, "nano", op_name, str(version), stamp, inputs, outputs, [], [])

@@ -7,6 +7,8 @@ tensor pair: each worker loads one pair (memory-mapped), computes, and drops it 
 
 from __future__ import annotations
 
+import copy
+import gc
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -16,7 +18,9 @@ from typing import Sequence
 import numpy as np
 
 from fusebisect.compare import mapping as mp
-from fusebisect.compare.metrics import ALGORITHMS, Metrics, compare_arrays, nan_value, normalize_algorithms
+from fusebisect.compare.dumpfile import read_dump
+from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, Metrics, batchable, compare_arrays, compare_batch,
+                                        nan_value, normalize_algorithms)
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
 
 PRIVATE_FORMATS = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "C1HWNCoC0", "FRACTAL_Z_3D",
@@ -208,6 +212,66 @@ class _Context:
     unmatched: list = field(default_factory=list)
     my_address: bool = True
     golden_address: bool = True
+    pending: "_Pending | None" = None
+
+
+class _Pending:
+    """Tensor pairs waiting to be compared together (``metrics.compare_batch``) and the rows they fill.
+
+    Small pairs are queued and compared in stacks when enough elements are waiting (memory stays bounded by
+    ``FLUSH_ELEMENTS``); other pairs are compared at once. Rows get their metrics no later than :meth:`flush`.
+    """
+
+    FLUSH_ELEMENTS = 4 * BATCH_ELEMENTS
+
+    def __init__(self, algorithms: list[str]) -> None:
+        self.algorithms = algorithms
+        self.items: list[tuple] = []
+        self.targets: list[tuple] = []      # (row, on_error)
+        self.elements = 0
+
+    def add(self, row: CompareRow, x: np.ndarray, y: np.ndarray, shape, my_name: str, golden_name: str,
+            on_error=None) -> None:
+        """Compare x with y into ``row`` (metrics and fail reason), now or at the next flush. ``on_error(exc)``
+        handles a DumpFormatError/ValueError raised by the comparison (default: raise it)."""
+        if batchable(x, y):
+            self.items.append((x, y, shape, my_name, golden_name))
+            self.targets.append((row, on_error))
+            self.elements += x.size
+            if self.elements >= self.FLUSH_ELEMENTS:
+                self.flush()
+            return
+        _fill(row, on_error, lambda: compare_arrays(x, y, self.algorithms, shape=shape, my_name=my_name,
+                                                    golden_name=golden_name))
+
+    def flush(self) -> None:
+        """Compare every queued pair and fill its row."""
+        items, targets = self.items, self.targets
+        self.items, self.targets, self.elements = [], [], 0
+        if not items:
+            return
+        try:
+            results = compare_batch(items, self.algorithms)
+        except (DumpFormatError, ValueError):     # find the pair that fails; the others still get their values
+            for (x, y, shape, my_name, golden_name), (row, on_error) in zip(items, targets):
+                _fill(row, on_error, lambda: compare_arrays(x, y, self.algorithms, shape=shape, my_name=my_name,
+                                                            golden_name=golden_name))
+            return
+        for result, (row, _) in zip(results, targets):
+            row.metrics = result.values
+            row.fail_reason = result.fail_reason
+
+
+def _fill(row: CompareRow, on_error, compute) -> None:
+    try:
+        result: Metrics = compute()
+    except (DumpFormatError, ValueError) as exc:
+        if on_error is None:
+            raise
+        on_error(exc)
+        return
+    row.metrics = result.values
+    row.fail_reason = result.fail_reason
 
 
 @dataclass
@@ -219,34 +283,62 @@ class _Task:
 _FORKED: tuple[list[_Task], _Context] | None = None   # what forked workers inherit (tasks are closures)
 
 
-def _run_forked(index: int) -> tuple[list[CompareRow], list[dict]]:
+def _run_range(tasks: list[_Task], ctx: _Context, start: int, stop: int) -> list[tuple[list[CompareRow], list]]:
+    """Runs tasks[start:stop] with their own pending batch and unmatched list: [(rows, unmatched)] per task,
+    every row filled."""
+    local = copy.copy(ctx)
+    local.unmatched = []
+    local.pending = _Pending(ctx.algorithms)
+    out = []
+    for task in tasks[start:stop]:
+        before = len(local.unmatched)
+        rows = task.run(local)
+        out.append((rows, local.unmatched[before:]))
+    local.pending.flush()
+    return out
+
+
+def _run_forked(bounds: tuple[int, int]) -> list[tuple[list[CompareRow], list]]:
     tasks, ctx = _FORKED
-    before = len(ctx.unmatched)
-    rows = tasks[index].run(ctx)
-    return rows, ctx.unmatched[before:]
+    return _run_range(tasks, ctx, *bounds)
+
+
+def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
+    step = max(1, -(-count // parts))
+    return [(i, min(i + step, count)) for i in range(0, count, step)]
 
 
 def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
     """Run the per-op tasks in order. ``jobs`` > 1: worker processes forked from this one (the per-op Python
-    work does not scale with threads), or threads where fork is unavailable or other threads are running."""
+    work does not scale with threads), or threads where fork is unavailable or other threads are running.
+    The cyclic garbage collector is paused meanwhile: the loop makes many objects and no cycles."""
     global _FORKED
-    if ctx.jobs <= 1 or len(tasks) <= 1:
-        return [t.run(ctx) for t in tasks]
-    import multiprocessing
-    import threading
-
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
-            return list(pool.map(lambda t: t.run(ctx), tasks))
-    _FORKED = (tasks, ctx)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        with multiprocessing.get_context("fork").Pool(min(ctx.jobs, len(tasks))) as pool:
-            chunk = max(1, len(tasks) // (ctx.jobs * 8))
-            results = pool.map(_run_forked, range(len(tasks)), chunksize=chunk)
+        if ctx.jobs <= 1 or len(tasks) <= 1:
+            results = _run_range(tasks, ctx, 0, len(tasks))
+        else:
+            import multiprocessing
+            import threading
+
+            ranges = _ranges(len(tasks), ctx.jobs * 8)
+            if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+                with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
+                    parts = list(pool.map(lambda b: _run_range(tasks, ctx, *b), ranges))
+            else:
+                _FORKED = (tasks, ctx)
+                try:
+                    with multiprocessing.get_context("fork").Pool(min(ctx.jobs, len(ranges))) as pool:
+                        parts = pool.map(_run_forked, ranges, chunksize=1)
+                finally:
+                    _FORKED = None
+            results = [item for part in parts for item in part]
     finally:
-        _FORKED = None
+        if gc_was_enabled:
+            gc.enable()
     out = []
-    for rows, unmatched in results:   # unmatched entries come back in task order, as a serial run adds them
+    for rows, unmatched in results:   # unmatched entries in task order, as a serial run adds them
         ctx.unmatched.extend(unmatched)
         out.append(rows)
     return out
@@ -261,7 +353,6 @@ def _addr(value: int | None) -> int | None:
 
 
 def _read(entry):
-    from fusebisect.compare.dumpfile import read_dump
     return read_dump(entry.path)
 
 
@@ -326,13 +417,12 @@ def _npu_op(ctx: _Context, index: int, name: str, my_entry, golden_entry) -> lis
             messages.append(problem)
             continue
         for i, (a, b) in enumerate(zip(mine, theirs)):
-            tensor = f"{name}:{kind}:{i}"
-            metrics, reason = _compare_records(ctx, a, b, my_entry.path, golden_entry.path, npu=True,
-                                               target_shape_a=a.original_shape, target_shape_b=b.original_shape)
-            rows.append(CompareRow(index, my_entry.op_type, name, [name], tensor,
-                                   _shown_dtype(a, device_names=True), _shown_dtype(b, device_names=True),
-                                   tuple(a.shape), metrics, reason, _addr(a.address), _addr(b.address),
-                                   timestamp=my_entry.timestamp))
+            row = CompareRow(index, my_entry.op_type, name, [name], f"{name}:{kind}:{i}",
+                             _shown_dtype(a, device_names=True), _shown_dtype(b, device_names=True),
+                             tuple(a.shape), {}, "", _addr(a.address), _addr(b.address),
+                             timestamp=my_entry.timestamp)
+            _compare_records(ctx, row, a, b, my_entry.path, golden_entry.path)
+            rows.append(row)
     if not rows:
         rows.append(CompareRow(index, my_entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
                                ",".join(messages), None, None, timestamp=my_entry.timestamp))
@@ -366,25 +456,29 @@ def _npu_restore(record) -> np.ndarray:
     return arr
 
 
-def _compare_records(ctx, a, b, my_path, golden_path, *, npu: bool, target_shape_a=None, target_shape_b=None,
-                     golden_format: str | None = None, golden_shape=None) -> tuple[dict, str]:
+def _compare_records(ctx, row: CompareRow, a, b, my_path, golden_path) -> None:
+    """NPU vs NPU: restores both records and compares them into ``row`` (now or at the next batch flush)."""
+
+    def failed(exc: Exception) -> None:
+        if not isinstance(exc, DumpFormatError):
+            raise exc
+        row.metrics, row.fail_reason = _nan_metrics(ctx), str(exc)
+
     try:
-        if npu:
-            x = _npu_restore(a)
-            y = _npu_restore(b)
-            if x.dtype == np.bool_:
-                x = x.astype(np.float32)
-            if y.dtype == np.bool_:
-                y = y.astype(np.float32)
-            if x.size != y.size:
-                return _nan_metrics(ctx), (f"[{Path(my_path).name}_TENSOR] Shape mismatch after restore: "
-                                           f"({x.size},) vs ({y.size},)")
-            result = compare_arrays(x, y, ctx.algorithms, shape=a.shape, my_name=str(my_path),
-                                    golden_name=str(golden_path))
-            return result.values, result.fail_reason
+        x = _npu_restore(a)
+        y = _npu_restore(b)
     except DumpFormatError as exc:
-        return _nan_metrics(ctx), str(exc)
-    raise AssertionError("unreachable")
+        failed(exc)
+        return
+    if x.dtype == np.bool_:
+        x = x.astype(np.float32)
+    if y.dtype == np.bool_:
+        y = y.astype(np.float32)
+    if x.size != y.size:
+        row.metrics = _nan_metrics(ctx)
+        row.fail_reason = f"[{Path(my_path).name}_TENSOR] Shape mismatch after restore: ({x.size},) vs ({y.size},)"
+        return
+    ctx.pending.add(row, x, y, a.shape, str(my_path), str(golden_path), failed)
 
 
 # ---- golden .npy without a graph: outputs by op name
@@ -510,7 +604,6 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
         return fail(f"[{entry.op_name}] There is no the ground truth dump file for {tensor}.")
     try:
         if ctx.golden_npy:
-            from fusebisect.compare.dumpfile import read_dump
             golden_record = read_dump(golden.path).outputs[0]
             golden_path = golden.path
             golden_format = origin.format or record.format_name
@@ -545,11 +638,14 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
                         f"not be compared to the right dump data{sy}. Please check the batch of the dump data or "
                         f"the shape may be changed due to optimization.")
         shape = tuple(x.shape)
-        result: Metrics = compare_arrays(x, y, ctx.algorithms, shape=shape, my_name=str(entry.path),
-                                         golden_name=str(golden_path))
-        del x, y
     except (DumpFormatError, ValueError) as exc:
         return fail(str(exc))
-    return CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, result.values,
-                      result.fail_reason, _addr(record.address), None, list(pass_names or []), ub_pass_name,
-                      list(originals or []), entry.timestamp)
+    row = CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, {}, "",
+                     _addr(record.address), None, list(pass_names or []), ub_pass_name, list(originals or []),
+                     entry.timestamp)
+
+    def failed(exc: Exception) -> None:   # the row becomes the failure row, as when reading fails
+        vars(row).update(vars(fail(str(exc))))
+
+    ctx.pending.add(row, x, y, shape, str(entry.path), str(golden_path), failed)
+    return row
