@@ -96,7 +96,9 @@ def register(app: typer.Typer) -> None:
         engine: Annotated[str, typer.Option("--engine", help="native | msaccucmp | auto (= native).")] = "auto",
         msaccucmp: Annotated[Optional[Path], typer.Option(
             "--msaccucmp", help="msaccucmp.py (or its folder) for --engine msaccucmp.")] = None,
-        jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers over ops.")] = 1,
+        jobs: Annotated[Optional[int], typer.Option(
+            "--jobs", "-j", min=1, help="Worker processes over ops (each holds one tensor pair in memory). "
+            "Default: one per CPU when the comparison has 500 ops or more, else 1.")] = None,
         html_out: Annotated[Optional[Path], typer.Option(
             "--html", help="Write a self-contained HTML report (cosine plot, first divergence, rows).")] = None,
     ) -> None:

@@ -211,13 +211,15 @@ def read_dump(path: str | os.PathLike[str]) -> DumpFile:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
             raise DumpFormatError("empty file, not a dump", path=path)
-        head = _read_exactly(handle, 64)
-        if head.startswith(_NPY_MAGIC):
-            return _read_npy(path, handle)
         whole = None
         if size <= _READ_WHOLE_BYTES:
-            whole = head + handle.readall() if len(head) == 64 else head   # header and data, one read
+            whole = _read_exactly(handle, size)     # header and data in one read; the size is what was read
             size = len(whole)
+            head = whole[:64]
+        else:
+            head = _read_exactly(handle, 64)
+        if head.startswith(_NPY_MAGIC):
+            return _read_npy(path, handle)
         if len(head) >= 12 and head[8:12] == _NANO_MAGIC_BYTES:
             header_len = _U64.unpack_from(head)[0]
             if 8 + header_len > size:
@@ -257,7 +259,11 @@ def read_dump(path: str | os.PathLike[str]) -> DumpFile:
 
 def _read_exactly(handle, n: int) -> bytes:
     """Up to ``n`` bytes from the current position (an unbuffered read may return fewer per call)."""
-    chunks = []
+    first = handle.read(n)
+    if len(first) == n or not first:
+        return first
+    chunks = [first]
+    n -= len(first)
     while n > 0:
         chunk = handle.read(n)
         if not chunk:

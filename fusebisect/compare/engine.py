@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import gc
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -99,12 +98,13 @@ def _dir_has_npy(path: Path) -> bool:
 
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
-                  jobs: int = 1) -> CompareReport:
+                  jobs: int | None = 1) -> CompareReport:
     """Compares my dump against the golden data, msaccucmp style.
 
     ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
     Graphs (paths or loaded :class:`Graph`) choose the mapping (see :mod:`fusebisect.compare.mapping`).
-    A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. Returns a
+    A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. ``jobs``: worker processes
+    over ops; ``None`` (or 0) picks :func:`auto_jobs` for the number of ops. Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
@@ -127,7 +127,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         golden_index = mp.index_tree(scan_dumps(golden_path))
     my_g = _load_graph(my_graph)
     golden_g = _load_graph(golden_graph)
-    ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs or 1)))
+    ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
     ctx.my_address = not _dir_has_npy(my_path)
     ctx.golden_address = not golden_npy and not _dir_has_npy(golden_path)
 
@@ -153,12 +153,34 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         tasks = [t for t in tasks if op in t.op_names]
         if not tasks:
             raise UsageError(f"--op {op}: no such op in the comparison")
+    if not jobs:
+        ctx.jobs = auto_jobs(len(tasks))
     rows_by_task = _run(tasks, ctx)
     rows = [row for task_rows in rows_by_task for row in task_rows]
     rows.sort(key=lambda r: r.index)     # msaccucmp sorts its CSV by Index (stable)
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode)
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     return report
+
+
+AUTO_JOBS_MIN_OPS = 500      # below this, starting workers costs about what they save
+
+
+def auto_jobs(ops: int) -> int:
+    """The default worker count for ``ops`` ops: one per usable CPU when there are at least
+    ``AUTO_JOBS_MIN_OPS`` ops and workers can be forked (no other threads running), else 1. Never raises."""
+    if ops < AUTO_JOBS_MIN_OPS:
+        return 1
+    import multiprocessing
+    import threading
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, cpus)
 
 
 def _identity_rule(rule: mp.FusionRule) -> mp.FusionRule:
@@ -324,6 +346,8 @@ def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
 
             ranges = _ranges(len(tasks), ctx.jobs * 8)
             if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+                from concurrent.futures import ThreadPoolExecutor
+
                 with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
                     parts = list(pool.map(lambda b: _run_range(tasks, ctx, *b), ranges))
             else:

@@ -16,7 +16,6 @@ items say where both tensors are; reading and comparing them is the engine's job
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +100,8 @@ def _group_key(name: str, l1_no: str, originals: list[str]) -> object:
     if originals:
         if len(originals) == 1:
             return originals[0] or name
+        import uuid     # only fused groups need it; not imported at start-up
+
         return uuid.uuid3(uuid.NAMESPACE_DNS, "".join(originals))
     return name
 
