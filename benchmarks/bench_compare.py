@@ -2,10 +2,12 @@
 
 1. Native compare of two dump trees of ``--gb`` GB each vs merely reading both trees' bytes, cold page cache
    (when ``/proc/sys/vm/drop_caches`` is writable) and warm: cosine + max abs error, and all ten metrics.
-2. Native compare vs the real msaccucmp on the same nano trees (``--nano-ops`` small ops).
+2. Native compare vs the real msaccucmp on the same nano trees (``--nano-ops`` small ops): whole processes
+   (``fusebisect compare`` with ``--jobs 1`` and with its default, vs ``msaccucmp.py compare``), interleaved.
 3. Peak RSS of a compare subprocess vs the largest tensor pair.
 
-Usage: python benchmarks/bench_compare.py [--gb 1.0] [--tensor-mb 64] [--nano-ops 200] [--workdir DIR] [--keep]
+Usage: python benchmarks/bench_compare.py [--gb 1.0] [--tensor-mb 64] [--nano-ops 200] [--nano-elements 4096]
+       [--repeat 3] [--workdir DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ def main() -> None:
     parser.add_argument("--tensor-mb", type=int, default=64, help="size of one tensor in MB")
     parser.add_argument("--nano-ops", type=int, default=200, help="ops in the msaccucmp comparison trees")
     parser.add_argument("--nano-elements", type=int, default=4096, help="elements per op there")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each process in the msaccucmp comparison")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -173,20 +176,30 @@ def main() -> None:
             make_tree(nano_my, args.nano_ops, args.nano_elements, seed=2, encoding="nano", noise=1e-3)
             make_tree(nano_golden, args.nano_ops, args.nano_elements, seed=3, encoding="nano", noise=0)
         t_native, _ = timed(native, nano_my, nano_golden, None)
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "fusebisect", "compare", str(nano_my), str(nano_golden), "--json",
-                        "--csv", str(work / "ours.csv")], capture_output=True, check=False)
-        t_cli = time.perf_counter() - start
+        cli = [sys.executable, "-m", "fusebisect", "compare", str(nano_my), str(nano_golden), "--json", "--csv",
+               str(work / "ours.csv")]
+        runs = {"cli --jobs 1": cli + ["--jobs", "1"], "cli default jobs": cli}
+        if script is not None:
+            runs["msaccucmp"] = [sys.executable, str(script), "compare", "-m", str(nano_my), "-g", str(nano_golden),
+                                 "-out", str(work / "msa_out")]
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(args.repeat):      # interleaved, so background load hits every contender alike
+            for name, argv in runs.items():
+                start = time.perf_counter()
+                proc = subprocess.run(argv, capture_output=True, text=True)
+                times[name].append(time.perf_counter() - start)
+                if proc.returncode not in (0, 1):
+                    print(f"{name} failed (rc {proc.returncode}): {proc.stderr[-500:]}")
+        med = {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
+        print(f"nano trees {args.nano_ops} ops x {args.nano_elements} elements, NPU vs NPU, all ten metrics, "
+              f"whole processes, median of {args.repeat} (min):")
+        print(f"  native in-process {t_native:6.3f} s")
+        for name in runs:
+            ratio = (f"  {med['msaccucmp'] / med[name]:5.1f}x faster than msaccucmp"
+                     if script is not None and name != "msaccucmp" else "")
+            print(f"  {name:17s} {med[name]:6.2f} s ({min(times[name]):.2f}){ratio}")
         if script is None:
             print("msaccucmp not installed: native vs msaccucmp skipped")
-        else:
-            start = time.perf_counter()
-            proc = subprocess.run([sys.executable, str(script), "compare", "-m", str(nano_my), "-g",
-                                   str(nano_golden), "-out", str(work / "msa_out")], capture_output=True, text=True)
-            t_ref = time.perf_counter() - start
-            print(f"nano trees {args.nano_ops} ops x {args.nano_elements} elements, NPU vs NPU, all ten metrics:")
-            print(f"  msaccucmp {t_ref:6.2f} s (rc {proc.returncode})  native in-process {t_native:6.3f} s "
-                  f"({t_ref / t_native:.0f}x)  fusebisect CLI process {t_cli:6.2f} s ({t_ref / t_cli:.1f}x)")
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

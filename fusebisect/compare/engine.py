@@ -302,9 +302,6 @@ class _Task:
     run: object          # callable(ctx) -> list[CompareRow]
 
 
-_FORKED: tuple[list[_Task], _Context] | None = None   # what forked workers inherit (tasks are closures)
-
-
 def _run_range(tasks: list[_Task], ctx: _Context, start: int, stop: int) -> list[tuple[list[CompareRow], list]]:
     """Runs tasks[start:stop] with their own pending batch and unmatched list: [(rows, unmatched)] per task,
     every row filled."""
@@ -320,21 +317,72 @@ def _run_range(tasks: list[_Task], ctx: _Context, start: int, stop: int) -> list
     return out
 
 
-def _run_forked(bounds: tuple[int, int]) -> list[tuple[list[CompareRow], list]]:
-    tasks, ctx = _FORKED
-    return _run_range(tasks, ctx, *bounds)
-
-
 def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
     step = max(1, -(-count // parts))
     return [(i, min(i + step, count)) for i in range(0, count, step)]
 
 
+def _run_split(tasks: list[_Task], ctx: _Context, jobs: int) -> list[list[tuple[list[CompareRow], list]]]:
+    """Splits the tasks into ``jobs`` contiguous shares: this process runs the first, forked children the
+    others. A child writes its pickled result to an unlinked temporary file (so it never waits for this process
+    to read a pipe) and leaves with ``os._exit``. Raises what a child raised; kills the children on any error."""
+    import pickle
+    import signal
+    import tempfile
+
+    ranges = _ranges(len(tasks), jobs)
+    try:
+        outs = [tempfile.TemporaryFile() for _ in ranges[1:]]
+    except OSError:                                         # no usable temporary directory: run serially
+        return [_run_range(tasks, ctx, 0, len(tasks))]
+    children: list[tuple[int, object]] = []
+    try:
+        for bounds, out in zip(ranges[1:], outs):
+            pid = os.fork()
+            if pid == 0:                                    # child
+                code = 0
+                try:
+                    try:
+                        result = (True, _run_range(tasks, ctx, *bounds))
+                    except BaseException as exc:            # noqa: BLE001 - handed to the parent
+                        result = (False, exc)
+                    pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+                    out.flush()
+                except BaseException:                       # noqa: BLE001 - the parent sees the exit code
+                    code = 1
+                finally:
+                    os._exit(code)
+            children.append((pid, out))
+        parts = [_run_range(tasks, ctx, *ranges[0])]
+        while children:
+            pid, out = children[0]
+            _, status = os.waitpid(pid, 0)
+            children.pop(0)
+            with out:
+                out.seek(0)
+                if os.waitstatus_to_exitcode(status) != 0:
+                    raise RuntimeError(f"compare worker {pid} failed (exit status {status})")
+                ok, value = pickle.load(out)
+            if not ok:
+                raise value
+            parts.append(value)
+        return parts
+    finally:
+        for pid, _ in children:                             # only after an error: stop the rest
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        for out in outs:
+            out.close()
+
+
 def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
-    """Run the per-op tasks in order. ``jobs`` > 1: worker processes forked from this one (the per-op Python
-    work does not scale with threads), or threads where fork is unavailable or other threads are running.
+    """Run the per-op tasks in order. ``jobs`` > 1: this process and ``jobs - 1`` forked children each run a
+    contiguous share (the per-op Python work does not scale with threads), or threads where fork is unavailable
+    or other threads are running.
     The cyclic garbage collector is paused meanwhile: the loop makes many objects and no cycles."""
-    global _FORKED
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -351,12 +399,7 @@ def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
                 with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
                     parts = list(pool.map(lambda b: _run_range(tasks, ctx, *b), ranges))
             else:
-                _FORKED = (tasks, ctx)
-                try:
-                    with multiprocessing.get_context("fork").Pool(min(ctx.jobs, len(ranges))) as pool:
-                        parts = pool.map(_run_forked, ranges, chunksize=1)
-                finally:
-                    _FORKED = None
+                parts = _run_split(tasks, ctx, min(ctx.jobs, len(tasks)))
             results = [item for part in parts for item in part]
     finally:
         if gc_was_enabled:
