@@ -309,14 +309,15 @@ def _compare_streamed(x, y, algorithms, shape, my_name, golden_name, chunk) -> M
     plan = _plan(tuple(algorithms), scalar)
     if n <= chunk:
         p1, p2, skl = _rows_stats(_f32(x)[None], _f32(y)[None], plan)
-        return _finish(_row(p1, 0), _row(p2, 0), None if skl is None else skl[0], algorithms, plan, scalar, n,
-                       my_name, golden_name)
-    p1, p2, skl = _tree_stats(x, y, plan, n, chunk)
-    return _finish(p1, p2, skl, algorithms, plan, scalar, n, my_name, golden_name)
+    else:
+        p1, p2, skl = _tree_stats(x, y, plan, n, chunk)
+        p1, p2 = _as_rows(p1), _as_rows(p2)      # one row, so that both paths finish alike
+        skl = None if skl is None else np.array([skl])
+    return _finish(p1, p2, skl, _derived(p1, p2, plan, n), 0, algorithms, scalar, my_name, golden_name)
 
 
-def _row(stats: dict, i: int) -> dict:
-    return {key: value[i] for key, value in stats.items()}
+def _as_rows(stats: dict) -> dict:
+    return {key: np.array([value]) for key, value in stats.items()}
 
 
 def _pass1_norms(p1: dict, plan: _Plan) -> tuple:
@@ -401,9 +402,11 @@ def _relative_errors(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     r = a / b
     r -= 1
     np.abs(r, out=r)
-    small = np.abs(b) > _FLOAT_EPSILON32
-    np.logical_not(small, out=small)      # |b| <= eps or NaN
-    np.copyto(r, 0, where=small)
+    magnitude = np.abs(b)
+    if not magnitude.min() > _FLOAT_EPSILON32:      # some |b| <= eps (or NaN): those errors count as 0
+        small = magnitude > _FLOAT_EPSILON32
+        np.logical_not(small, out=small)
+        np.copyto(r, 0, where=small)
     return r
 
 
@@ -465,9 +468,9 @@ def compare_batch(items: Sequence[tuple], algorithms: Sequence[str] | None = Non
                     b[row] = _f32(np.asarray(items[i][1]).reshape(-1))
                 p1, p2, skl = _rows_stats(a, b, plan)
                 del a, b
+                derived = _derived(p1, p2, plan, n)
                 for row, i in enumerate(part):
-                    results[i] = _finish(_row(p1, row), _row(p2, row), None if skl is None else skl[row],
-                                         algorithms, plan, scalar, n, items[i][3], items[i][4])
+                    results[i] = _finish(p1, p2, skl, derived, row, algorithms, scalar, items[i][3], items[i][4])
     return results  # type: ignore[return-value]
 
 
@@ -550,9 +553,39 @@ def _tree_stats(x, y, plan: _Plan, n: int, chunk: int) -> tuple[dict, dict, obje
     return p1, p2, skl
 
 
-def _finish(p1: dict, p2: dict, skl, algorithms, plan: _Plan, scalar: bool, n: int, my_name: str,
+def _derived(p1: dict, p2: dict, plan: _Plan, n: int) -> dict:
+    """Per-row values computed from the sums for a whole stack at once (elementwise, so exactly the per-pair
+    values): cosine norms, float32 means as numpy's ``_mean`` computes them, std means and deviations."""
+    d: dict = {}
+    if plan.cos:
+        d["nx"] = np.sqrt(p1["sxx"])
+        d["ny"] = np.sqrt(p1["syy"])
+    if plan.absd:
+        d["mae"] = _mean32(p1["sabs"], n)
+    if plan.d2:
+        d["rmse"] = np.sqrt(_mean32(p1["sd2"], n))
+    if plan.rel:
+        d["mre"] = _mean32(p1["srel"], n)
+    if plan.std:
+        d["mean_x"] = p1["dx"] / n
+        d["mean_y"] = p1["dy"] / n
+        d["std_x"] = np.sqrt(p2["dvx"] / n)      # float64: the same correctly rounded root as math.sqrt
+        d["std_y"] = np.sqrt(p2["dvy"] / n)
+    # values that are only compared with Python floats or formatted: as Python floats (the same numbers)
+    for key in ("mae", "rmse", "mre", "mean_x", "mean_y", "std_x", "std_y"):
+        if key in d:
+            d[key] = d[key].tolist()
+    for key in ("Mabs", "srel", "Mrel"):
+        if key in p1:
+            d[key] = p1[key].tolist()
+    if "scos" in p2:
+        d["scos"] = p2["scos"].tolist()
+    return d
+
+
+def _finish(p1: dict, p2: dict, skl, d: dict, i: int, algorithms, scalar: bool, my_name: str,
             golden_name: str) -> Metrics:
-    """The metric values and messages, in algorithm order, from the statistics."""
+    """The metric values and messages of row ``i``, in algorithm order, from the per-row statistics."""
     values: dict[str, object] = {}
     messages: list[str] = []
     for name in algorithms:
@@ -561,48 +594,46 @@ def _finish(p1: dict, p2: dict, skl, algorithms, plan: _Plan, scalar: bool, n: i
                 values[name] = _fmt(1)
                 messages.append("This tensor is scalar.")
                 continue
-            early, msg = _cosine_zero_checks(np.sqrt(p1["sxx"]), np.sqrt(p1["syy"]), my_name, golden_name)
+            early, msg = _cosine_zero_checks(d["nx"][i], d["ny"][i], my_name, golden_name)
             if early is not None:
                 values[name] = early
                 if msg:
                     messages.append(msg)
             else:
-                values[name] = _fmt(min(p2["scos"], 1.0))
+                values[name] = _fmt(min(d["scos"][i], 1.0))
         elif name == "MaxAbsoluteError":
-            values[name] = _fmt(p1["Mabs"])
+            values[name] = _fmt(d["Mabs"][i])
         elif name == "AccumulatedRelativeError":
-            values[name] = _fmt(p1["srel"])
+            values[name] = _fmt(d["srel"][i])
         elif name == "RelativeEuclideanDistance":
-            gt_sq = p1["sgt2"]
-            result = 0.0 if gt_sq ** 0.5 <= FLOAT_EPSILON else p1["sd2"] / gt_sq
+            gt_sq = p1["sgt2"][i]
+            result = 0.0 if gt_sq ** 0.5 <= FLOAT_EPSILON else p1["sd2"][i] / gt_sq
             values[name] = _fmt(result ** 0.5)
         elif name == "KullbackLeiblerDivergence":
             # msaccucmp's "all the data is zero" checks look at the normalised data, which is >= eps: they
             # never fire
-            result = skl
+            result = skl[i].item()
             if abs(result) < FLOAT_EPSILON:
                 result = 0.0
             values[name] = _fmt(result)
             if str(result) == "inf":
                 messages.append(f"Cannot compare by KL Divergence. The data contains 0 in {golden_name!r}.")
         elif name == "StandardDeviation":
-            values[name] = _std_cell(p1["dx"] / n, p1["dy"] / n, math.sqrt(p2["dvx"] / n),
-                                     math.sqrt(p2["dvy"] / n))
+            values[name] = _std_cell(d["mean_x"][i], d["mean_y"][i], d["std_x"][i], d["std_y"][i])
         elif name == "MeanAbsoluteError":
-            values[name] = _fmt(_mean32(p1["sabs"], n))
+            values[name] = _fmt(d["mae"][i])
         elif name == "RootMeanSquareError":
-            values[name] = _fmt(np.sqrt(_mean32(p1["sd2"], n)))
+            values[name] = _fmt(d["rmse"][i])
         elif name == "MaxRelativeError":
-            values[name] = _fmt(p1["Mrel"])
+            values[name] = _fmt(d["Mrel"][i])
         elif name == "MeanRelativeError":
-            values[name] = _fmt(_mean32(p1["srel"], n))
+            values[name] = _fmt(d["mre"][i])
     return Metrics(values, messages)
 
 
 def _mean32(total, n: int):
-    """numpy ``_mean`` for float32: ``ret.dtype.type(ret / rcount)``."""
-    total = np.float32(total)
-    return total.dtype.type(total / n)
+    """numpy ``_mean`` for float32 sums (scalars or arrays): ``ret.dtype.type(ret / rcount)``."""
+    return np.asarray(total, dtype=np.float32) / n
 
 
 def _kl_range(max_value, min_value):
