@@ -417,8 +417,17 @@ def _kl_normalized_rows(data: np.ndarray, min_value: np.ndarray, range_value: np
     flat = range_value == 0
     if flat.any():
         out[flat] = data[flat]
-    np.maximum(out, KL_EPSILON, out=out)
+    np.maximum(out, _kl_epsilon_row(out.shape[-1]), out=out)
     return out
+
+
+@lru_cache(maxsize=8)
+def _kl_epsilon_row(n: int) -> np.ndarray:
+    """``n`` copies of KL_EPSILON: np.maximum against a row runs the vector loop, against a scalar a slow one
+    (the values are the same)."""
+    row = np.full(n, KL_EPSILON, dtype=np.float32)
+    row.flags.writeable = False
+    return row
 
 
 # pairs stacked into one batch: at most this many elements per side (temporaries stay in the CPU caches)
@@ -643,7 +652,7 @@ def _kl_range(max_value, min_value):
 def _kl_normalized(data: np.ndarray, min_value, range_value) -> np.ndarray:
     if range_value != 0:
         data = (data - min_value) / range_value
-    return np.maximum(data, KL_EPSILON)
+    return np.maximum(data, _kl_epsilon_row(data.shape[-1]))
 
 
 def _std_cell(left_mean, right_mean, left_std, right_std) -> str:
