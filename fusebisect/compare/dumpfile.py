@@ -22,6 +22,7 @@ import os
 import re
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -45,6 +46,7 @@ FORMAT_RESERVED = 40
 ENCODINGS = ("binary", "protobuf", "nano", "npy")
 
 
+@lru_cache(maxsize=256)
 def format_name(fmt: int) -> str:
     """Return the name of proto format ``fmt`` without the ``FORMAT_`` prefix ('NC1HWC0'); 'format_<n>' if unknown."""
     try:
