@@ -4,7 +4,9 @@ Each metric follows CANN msaccucmp's ``algorithm_manager/builtin_algorithm/alg_*
 flattened and cast to float32 (unless both are bool), every reduction is done in float32 with numpy's pairwise
 summation, and the result is printed with ``'{:.6f}'``. Large tensors are processed in slices that follow numpy's
 own pairwise-summation tree, so the float32 sums are identical to a whole-array ``np.sum`` while only one slice
-of temporaries is alive at a time.
+of temporaries is alive at a time. Small pairs of one size can be stacked (:func:`compare_batch`): numpy sums
+each contiguous row of a 2-D array along the last axis with the same pairwise tree as a 1-D sum of that row, so
+a stack costs one numpy call per statistic and gives every pair its own exact values.
 
 Values are returned as :class:`Value` (a ``float`` that also carries the exact CSV cell text, e.g. ``"1.0"``,
 ``"NaN"`` or ``"0.999998"``); ``StandardDeviation`` is the string ``"(%.3f;%.3f),(%.3f;%.3f)"``.
