@@ -34,3 +34,13 @@ def test_atomic_write_gives_normal_permissions(tmp_path, monkeypatch):
     fresh.chmod(0o600)
     atomic_write_text(fresh, "y")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600  # an existing file keeps its mode
+
+
+def test_cli_start_up_does_not_import_numpy():
+    import subprocess
+    import sys
+
+    # commands that need numpy import it themselves; `--version`, `cfg` and `rules` stay light
+    proc = subprocess.run([sys.executable, "-c", "import sys, fusebisect.cli.app; print('numpy' in sys.modules)"],
+                          capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"

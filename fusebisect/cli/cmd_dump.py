@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
-import numpy as np
 import typer
 
 from fusebisect.cli import common
 from fusebisect.errors import DumpFormatError, UsageError
+
+if TYPE_CHECKING:  # numpy is imported by the command that needs it, not at CLI start-up
+    import numpy as np
 
 HELP = (
     "Write every input and output of a dump file (or of every dump under a directory) as "
@@ -26,6 +28,8 @@ HELP = (
 
 def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     """Return record ``rec``'s array converted per ``--format`` (None = device layout). Raises DumpFormatError."""
+    import numpy as np
+
     from fusebisect.compare.formats import DEFAULT_TARGET, to_original
 
     arr = rec.array()
@@ -46,6 +50,8 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
+    import numpy as np
+
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
     return buf.getvalue()

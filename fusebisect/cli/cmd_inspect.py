@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
 from fusebisect.cli import common
@@ -18,29 +17,15 @@ HELP = (
 )
 
 
-def tensor_stats(array: np.ndarray) -> dict:
+def tensor_stats(array) -> dict:
     """Return {"min","max","mean","nan","inf"} of ``array``; min/max/mean over finite values (None if none).
 
     Complex tensors are summarised by magnitude; low-precision floats are widened to float32 first.
     """
-    a = np.asarray(array)
-    if a.dtype.kind == "c":
-        a = np.abs(a)
-    elif a.dtype.kind == "b":
-        a = a.astype(np.uint8)
-    elif a.dtype.kind not in "iuf":
-        a = a.astype(np.float32)  # ml_dtypes (bfloat16, float8)
-    if a.dtype.kind == "f":
-        nan = int(np.count_nonzero(np.isnan(a)))
-        inf = int(np.count_nonzero(np.isinf(a)))
-        finite = a[np.isfinite(a)] if nan or inf else a
-    else:
-        nan = inf = 0
-        finite = a
-    if finite.size == 0:
-        return {"min": None, "max": None, "mean": None, "nan": nan, "inf": inf}
-    return {"min": finite.min().item(), "max": finite.max().item(),
-            "mean": float(finite.mean(dtype=np.float64)), "nan": nan, "inf": inf}
+    from fusebisect.compare.tensorstats import summarize
+
+    s = summarize(array)
+    return {"min": s.finite_min, "max": s.finite_max, "mean": s.mean, "nan": s.nan, "inf": s.pos_inf + s.neg_inf}
 
 
 def describe(path: Path) -> dict:

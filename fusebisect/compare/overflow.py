@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fusebisect.compare.tensorstats import summarize, widen
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -337,31 +338,17 @@ def tensor_stats(array: np.ndarray, *, kind: str, index: int, dtype: str | None 
     if arr.size == 0:
         return st
     try:
-        if arr.dtype.kind == "c":
-            values = np.abs(arr)
-        elif arr.dtype.kind in "biu":
-            values = arr.astype(np.float64)
-        elif arr.dtype in (np.float16, np.float32, np.float64):
-            values = arr
-        else:  # bfloat16 / float8 (ml_dtypes) and anything float-like
-            values = arr.astype(np.float32)
+        summary = summarize(arr)
     except (TypeError, ValueError) as exc:
         st.error = f"cannot summarise dtype {name}: {exc}"
         return st
-    flat = values.reshape(-1)
-    nan_mask = np.isnan(flat)
-    st.nan = int(nan_mask.sum())
-    st.pos_inf = int(np.count_nonzero(flat == np.inf))
-    st.neg_inf = int(np.count_nonzero(flat == -np.inf))
+    st.nan, st.pos_inf, st.neg_inf = summary.nan, summary.pos_inf, summary.neg_inf
     if name == "float16" or arr.dtype == np.float16:
-        finite = np.isfinite(flat)
-        st.saturated = int(np.count_nonzero(finite & (np.abs(flat) >= FLOAT16_MAX)))
-    if st.nan < flat.size:
-        st.min = float(np.nanmin(flat)) if st.nan else float(flat.min())
-        st.max = float(np.nanmax(flat)) if st.nan else float(flat.max())
-    finite_vals = flat[np.isfinite(flat)] if (st.nan or st.pos_inf or st.neg_inf) else flat
-    if finite_vals.size:
-        st.mean = float(np.mean(finite_vals, dtype=np.float64))
+        flat = widen(arr).reshape(-1)
+        st.saturated = int(np.count_nonzero(np.isfinite(flat) & (np.abs(flat) >= FLOAT16_MAX)))
+    if summary.min is not None:
+        st.min, st.max = float(summary.min), float(summary.max)
+    st.mean = summary.mean
     return st
 
 
