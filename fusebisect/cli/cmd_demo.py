@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
             if as_json:
                 common.print_json({**res.run_json, "demo": {"faulty": faulty, "mode": mode}})
             else:
-                render_report(common.out(), res)
+                render_report(common.out(), res.run_json, res.notes)
                 if res.run_json.get("switch_file"):
                     common.out().print(Path(res.run_json["switch_file"]).read_text(encoding="utf-8"), end="",
                                        markup=False, highlight=False)

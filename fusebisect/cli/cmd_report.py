@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
@@ -67,5 +66,5 @@ def register(app: typer.Typer) -> None:
         if as_json:
             common.print_json(run_json)
         elif html is None and markdown is None:
-            render_report(common.out(), SimpleNamespace(run_json=run_json, notes=[]))
+            render_report(common.out(), run_json)
         raise typer.Exit(0 if run_json.get("status") == "found" else 1)

@@ -125,6 +125,6 @@ def register(app: typer.Typer) -> None:
         if as_json:
             common.print_json(res.run_json)
         else:
-            render_report(common.out(), res)
+            render_report(common.out(), res.run_json, res.notes)
             common.out().print(f"reports: {reports[0]} and {reports[1]}", soft_wrap=True)
         raise typer.Exit(res.exit_code)

@@ -7,11 +7,12 @@ shared by the ``run``, ``compare`` and ``overflow`` reports.
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import RunView
+from fusebisect.report.model import RunView, culprit_rows, execution_facts
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -128,21 +129,11 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     else:
         body.append(verdict(status, f"<b>{esc(status.replace('_', ' '))}</b>: {esc(result.get('message', ''))}"))
     if culprits:
-        rows = []
-        for c in culprits:
-            for rule in c.get("rules") or []:
-                entry = catalog.get(rule) if catalog is not None else None
-                rows.append([rule, entry.kind if entry else "-", _fmt(c.get("confidence"), 3),
-                             "bad while on" if c.get("direction", "on") == "on" else "bad while off",
-                             ", ".join(c.get("fused_ops") or []) or "-",
-                             (entry.description if entry and entry.description else "-")])
+        rows = [[rule, kind or "-", _fmt(confidence, 3), direction, fused or "-", description or "-"]
+                for rule, kind, confidence, direction, fused, description in culprit_rows(view, catalog)]
         body.append(section("Culprits", table(
             ["rule", "kind", "confidence", "direction", "fused ops it touched", "catalog description"], rows)))
-    executions = result.get("executions", len(view.trials))
-    bound = result.get("bound")
-    facts = [f"{executions} executions" + (f" (theoretical bound {bound})" if bound else ""),
-             f"{len(view.candidates)} candidate rules"]
-    body.append(f"<p class=\"muted\">{esc(' · '.join(facts))}</p>")
+    body.append(f"<p class=\"muted\">{esc(' · '.join(execution_facts(view)))}</p>")
 
     series = {}
     for role, label in (("baseline", "baseline (all rules at default)"), ("reference", "reference (candidates off)"),
@@ -173,20 +164,14 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
         for side in ("good", "bad"):
             argv = repro.get(side)
             if argv:
-                lines.append(f"# {side}\n" + " ".join(_shell_quote(a) for a in argv))
+                lines.append(f"# {side}\n" + " ".join(shlex.quote(str(a)) for a in argv))
         body.append(section("Reproduce both sides of the boundary", code_block("\n\n".join(lines))))
     if production_cfg:
         body.append(section(f"Production fusion_switch.cfg ({result.get('switch_file', '')})",
                             code_block(production_cfg)))
     if view.command:
-        body.append(section("Command", code_block(" ".join(_shell_quote(a) for a in view.command))))
+        body.append(section("Command", code_block(" ".join(shlex.quote(str(a)) for a in view.command))))
     return page("fusebisect run report", f"status: {status}", body)
-
-
-def _shell_quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(str(arg))
 
 
 def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, *, unmatched: Sequence[dict],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import RunView
+from fusebisect.report.model import RunView, culprit_rows, execution_facts
 
 
 def _cell(value) -> str:
@@ -28,22 +28,14 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     else:
         lines.append(f"**{status.replace('_', ' ')}**: {result.get('message', '')}")
     lines.append("")
-    executions = result.get("executions", len(view.trials))
-    bound = result.get("bound")
-    lines.append(f"{executions} executions" + (f" (theoretical bound {bound})" if bound else "")
-                 + f", {len(view.candidates)} candidate rules.")
+    executions, candidates = execution_facts(view)
+    lines.append(f"{executions}, {candidates}.")
     lines.append("")
     if culprits:
         lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
                   "|---|---|---|---|---|---|"]
-        for c in culprits:
-            for rule in c.get("rules") or []:
-                entry = catalog.get(rule) if catalog is not None else None
-                lines.append("| " + " | ".join(_cell(v) for v in (
-                    rule, entry.kind if entry else None, c.get("confidence"),
-                    "bad while on" if c.get("direction", "on") == "on" else "bad while off",
-                    ", ".join(c.get("fused_ops") or []) or None,
-                    entry.description if entry and entry.description else None)) + " |")
+        for row in culprit_rows(view, catalog):
+            lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
         lines.append("")
     if view.trials:
         lines += ["## Executions", "", "| # | role | rules off | outcome | metric | seconds | note |",

@@ -120,3 +120,26 @@ def production_cfg_text(view: RunView) -> str | None:
         return Path(path).read_text(encoding="utf-8")
     except OSError:
         return None
+
+
+def culprit_rows(view: RunView, catalog=None) -> list[tuple]:
+    """One row per culprit rule: (rule, kind, confidence, direction, fused ops, catalog description); values
+    the run or the catalog does not know are None."""
+    rows = []
+    for c in (view.result or {}).get("culprits") or []:
+        for rule in c.get("rules") or []:
+            entry = catalog.get(rule) if catalog is not None else None
+            rows.append((rule, entry.kind if entry else None, c.get("confidence"),
+                         "bad while on" if c.get("direction", "on") == "on" else "bad while off",
+                         ", ".join(c.get("fused_ops") or []) or None,
+                         entry.description if entry and entry.description else None))
+    return rows
+
+
+def execution_facts(view: RunView) -> tuple[str, str]:
+    """("N executions (theoretical bound B)", "C candidate rules") for the report headers."""
+    result = view.result or {}
+    executions = result.get("executions", len(view.trials))
+    bound = result.get("bound")
+    return (f"{executions} executions" + (f" (theoretical bound {bound})" if bound else ""),
+            f"{len(view.candidates)} candidate rules")

@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from fusebisect.runner.trial import TrialPaths, substitute
 
 if TYPE_CHECKING:  # pragma: no cover
-    from fusebisect.runner.session import Session, SessionResult, TrialRecord
+    from fusebisect.runner.session import Session, TrialRecord
 
 
 def fused_ops_of(graph, rule: str) -> list[str]:
@@ -93,12 +93,12 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
     }
 
 
-def render_report(console, res: "SessionResult") -> None:
-    """Print the human report of a run to ``console`` (stdout): verdict, culprits, runs vs bound, trial table,
-    repro commands, production switch file."""
+def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
+    """Print the human report of a run JSON to ``console`` (stdout): verdict, culprits, runs vs bound, trial
+    table, repro commands, production switch file, then ``notes``."""
     from rich.table import Table
 
-    j = res.run_json
+    j = run_json
     colour = "green" if j["status"] == "found" else "yellow"
     console.print(f"[bold {colour}]{j['status']}[/bold {colour}]: {j['message']}")
     for c in j["culprits"]:
@@ -139,6 +139,6 @@ def render_report(console, res: "SessionResult") -> None:
             good = v["outcome"] == "good"
             console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
                           f"[/{'green' if good else 'red'}]" + (f" ({v['reason']})" if v["reason"] else ""))
-    for note in res.notes:
+    for note in notes:
         console.print(f"note: {note}")
     console.print(f"journal: {j['journal']}", soft_wrap=True)
