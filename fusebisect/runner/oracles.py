@@ -21,6 +21,7 @@ that finished before the reference exists can be judged later from its journaled
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shlex
@@ -270,24 +271,40 @@ def has_dumps(paths: TrialPaths) -> bool:
 def trial_graph(paths: TrialPaths):
     """Return the merged Build graph of a trial (``fusebisect.compare.graph``), or None when it has none.
     Raises GraphFormatError for an unreadable graph."""
+    return _graph_in(paths.graph_dir)
+
+
+def _graph_in(graph_dir: Path):
     from fusebisect.compare.graph import find_build_graphs, load_graph
 
-    if not paths.graph_dir.is_dir() or not find_build_graphs(paths.graph_dir):
+    if not graph_dir.is_dir() or not find_build_graphs(graph_dir):
         return None
-    return load_graph(paths.graph_dir)
+    return load_graph(graph_dir)
+
+
+# the verdict, the journal's dumps rows and the prior read only these two metrics
+ORACLE_ALGORITHMS = ("CosineSimilarity", "MaxAbsoluteError")
+
+
+@functools.lru_cache(maxsize=2)
+def _reference_graph(graph_dir: Path):
+    # every trial is compared with the same reference run, whose graph dump no longer changes once it has run:
+    # parse it once, not once per trial (Build graphs of real networks take seconds to read)
+    return _graph_in(graph_dir)
 
 
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
                         max_abs_error: float | None = None):
     """Compare a trial's dumps (my side) with the reference trial's (golden side), mapping fused ops through both
-    trials' graphs. Returns the CompareReport, or None when either side has no dumps.
-    Raises DumpFormatError/GraphFormatError for unreadable inputs."""
+    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`). Returns the CompareReport, or
+    None when either side has no dumps. Raises DumpFormatError/GraphFormatError for unreadable inputs."""
     if not has_dumps(paths) or not has_dumps(reference_paths):
         return None
     from fusebisect.compare.engine import compare_dumps
 
     return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=trial_graph(paths),
-                         golden_graph=trial_graph(reference_paths), cosine=cosine, max_abs_error=max_abs_error)
+                         golden_graph=_reference_graph(reference_paths.graph_dir), algorithms=ORACLE_ALGORITHMS,
+                         cosine=cosine, max_abs_error=max_abs_error)
 
 
 def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:
