@@ -408,20 +408,25 @@ class Session:
             return index, paths, ExecResult(exit_code=None, seconds=result.seconds, interrupted=True), None
         return index, paths, result, m
 
-    def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
-        """Rules this configuration turned off that still fired in the run (switch ignored), sorted."""
-        if not off:
-            return []
+    def fired_in(self, paths: TrialPaths) -> dict:
+        """The rules that fired in a trial (its fusion_result.json and Build graphs); {} when the job wrote
+        neither, or (with a warning) when they cannot be read."""
         from fusebisect.compare.graph import find_build_graphs
         from fusebisect.rules.fired import fired_rules
 
         if not any(paths.trial_dir.rglob("fusion_result*.json")) and not find_build_graphs(paths.trial_dir):
-            return []  # nothing to check: the job wrote no statistics and no Build graph
+            return {}  # the job wrote no statistics and no Build graph
         try:
-            fired = fired_rules(paths.trial_dir)
+            return fired_rules(paths.trial_dir)
         except FusebisectError as exc:
             self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {paths.trial_dir}: {exc}")
+            return {}
+
+    def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
+        """Rules this configuration turned off that still fired in the run (switch ignored), sorted."""
+        if not off:
             return []
+        fired = self.fired_in(paths)
         return sorted(r for r in off if r in fired and getattr(fired[r], "effect_times", 1) > 0)
 
     def judge_record(self, rec: TrialRecord) -> None:
@@ -566,13 +571,7 @@ class Session:
             if m is None:
                 raise Interrupted("interrupted")
             baseline = (index, paths, m)
-            from fusebisect.rules.fired import fired_rules
-
-            try:
-                fired = fired_rules(paths.trial_dir)
-            except FusebisectError as exc:
-                self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired: {exc}")
-                fired = {}
+            fired = self.fired_in(paths)
             names = sorted(fired)
             for name, stat in fired.items():
                 kind = getattr(stat, "kind", None)
