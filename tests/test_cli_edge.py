@@ -44,3 +44,19 @@ def test_cli_start_up_does_not_import_numpy():
     proc = subprocess.run([sys.executable, "-c", "import sys, fusebisect.cli.app; print('numpy' in sys.modules)"],
                           capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_verbose_run_shows_each_runs_switch_file_and_command(tmp_path, capsys):
+    import sys
+
+    from fusebisect.cli.app import main
+
+    rc = main(["--verbose", "run", "--rules", "GeluFusionPass", "--workdir", str(tmp_path / "w"), "--",
+               sys.executable, "-c", "pass", "{trial_dir}"])
+    assert rc == 1  # a job that never fails: not reproduced
+    err = capsys.readouterr().err
+    assert "switch file " + str(tmp_path / "w" / "switch") in err
+    assert "trial dir   " + str(tmp_path / "w" / "trials") in err
+    assert f"command     {sys.executable} -c pass {tmp_path / 'w' / 'trials'}" in err  # placeholder substituted
+    main(["run", "--rules", "GeluFusionPass", "--workdir", str(tmp_path / "w2"), "--", sys.executable, "-c", "pass"])
+    assert "switch file" not in capsys.readouterr().err

@@ -51,7 +51,7 @@ def _root(
                                                     help="Print the version and exit.")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only results; no progress or logs.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More log lines on stderr.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More log lines on stderr (run, demo: each run's switch file, trial dir and command).")] = False,
 ) -> None:
     common.state.debug = debug or common.state.debug
     common.state.quiet = quiet

@@ -49,7 +49,7 @@ def run_session(opts):
     from fusebisect.report import write_run_reports
     from fusebisect.runner.session import Interrupted, Progress, Session
 
-    session = Session(opts, progress=Progress(quiet=common.state.quiet))
+    session = Session(opts, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose))
     try:
         res = session.run()
     except Interrupted as exc:

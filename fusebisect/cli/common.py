@@ -49,12 +49,6 @@ def log(message: str) -> None:
         err().print(message)
 
 
-def debug_log(message: str) -> None:
-    """A log line on stderr only with ``--verbose``."""
-    if state.verbose and not state.quiet:
-        err().print(f"[dim]{message}[/dim]")
-
-
 def print_json(obj: Any) -> None:
     """Write ``obj`` as JSON to stdout (one document, newline-terminated)."""
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False) + "\n")

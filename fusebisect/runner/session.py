@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles
 from fusebisect.runner.journal import JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float
 from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
-from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths
+from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths, substitute
 
 VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "dumps", "cosine",
                    "max_abs_error", "rules", "repeat", "flaky", "graph_dump", "seed", "confidence")
@@ -154,10 +155,11 @@ class Progress:
     every event is one plain line. Quiet mode prints nothing. Thread-safe: parallel trials report from worker
     threads."""
 
-    def __init__(self, quiet: bool = False, *, live: bool | None = None) -> None:
+    def __init__(self, quiet: bool = False, *, verbose: bool = False, live: bool | None = None) -> None:
         from rich.console import Console
 
         self.quiet = quiet
+        self.verbose = verbose  # also print each run's switch file, trial dir and exact command
         self.console = Console(stderr=True, highlight=False, soft_wrap=False)
         self.live_enabled = (self.console.is_terminal and not self.console.is_dumb_terminal) if live is None \
             else live
@@ -205,6 +207,13 @@ class Progress:
         with self._lock:
             self.console.print(message)  # printed above the live footer when there is one
             self._refresh()
+
+    def detail(self, message: str) -> None:
+        """A line shown only with --verbose (printed as plain text, no markup)."""
+        if self.verbose and not self.quiet:
+            with self._lock:
+                self.console.print(message, markup=False, soft_wrap=True)  # paths stay copyable
+                self._refresh()
 
     def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None) -> None:
         what = "nothing off" if not off else (f"{len(off)} off: " + _short(off))
@@ -396,6 +405,8 @@ class Session:
         """Run CMD for configuration ``off`` and measure it (thread-safe; no journaling, no judging)."""
         index, paths = self._new_paths(off)
         self.progress.started(index, off, role, device)
+        self.progress.detail(f"  switch file {paths.switch_file}\n  trial dir   {paths.trial_dir}\n"
+                             f"  command     {shlex.join(substitute(self.opts.command, paths))}")
         execution = Execution(command=list(self.opts.command), paths=paths, base_env=self.env,
                               graph_dump=self.opts.graph_dump, device=device, timeout=self.opts.timeout,
                               cwd=self.cwd)
