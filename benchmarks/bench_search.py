@@ -93,7 +93,7 @@ def t1_t2_t6(scale):
         total_dups += d
         row(f"T1 k=1 deterministic n={n}", f"<= {L(n) + 3}", ex, bound_verdict(ex, L(n) + 3), f"{acc:.3f}")
         nv = VERIFY_EXCLUDED[n]
-        row(f"   same, without the production-config run", f"<= {L(n) + 3}", nv, bound_verdict(nv, L(n) + 3),
+        row("   same, without the production-config run", f"<= {L(n) + 3}", nv, bound_verdict(nv, L(n) + 3),
             f"{acc:.3f}")
     ex, _, acc, d = det(300, [1], 100 * scale, seed=5, reverse=True)
     total_dups += d
@@ -222,7 +222,7 @@ def t4_t5(scale):
 
 
 def t7(scale):
-    n, cands = 300, names(300)
+    cands = names(300)
     rng = random.Random(7)
     ratios, ex = [], []
     ok = 0
@@ -285,7 +285,7 @@ def t9(scale):
 
 
 def undeclared_noise(scale):
-    n, cands = 300, names(300)
+    cands = names(300)
     rng = random.Random(11)
     ok = 0
     ex = []
@@ -442,7 +442,7 @@ def frontier_note():
     lines = ["", "What bounding the pair and k=2 worst cases costs one culprit (best prefix plans, exact model):"]
     for n in (40, 300):
         (pw, kw, km), _ = plan_limits(n)
-        G, Z = groups._G, groups._Z
+        Z = groups._Z
         lines.append(f"  n={n}: engine plan: k=1 mean {3 + Z[n][0] / n:.3f}, pair worst {pw}, k=2 worst {kw} "
                      f"(mean {km:.2f})")
         for pair, two in ((2 * L(n) + 5, kw), (2 * L(n) + 4, kw), (2 * L(n) + 4, kw + 1)):

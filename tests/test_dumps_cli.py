@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from fusebisect.cli.app import main
-from fusebisect.compare import dtypes as D
 from fusebisect.compare.dumpfile import TensorSpec, write_dump
 from fusebisect.compare.formats import from_original
 

@@ -1,7 +1,6 @@
 """The checked-in *_pb2.py modules are exactly what protoc generates from the checked-in .proto files."""
 
 import importlib.util
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -437,14 +437,6 @@ def _to_original(arr: np.ndarray, fmt: str, shape, target: str | None, sub_forma
     return to_original(arr, fmt, tuple(shape) if shape is not None else None, target=target, sub_format=sub_format)
 
 
-def _restore(record, arr: np.ndarray, target_shape, target_format: str | None) -> np.ndarray:
-    """Device layout -> golden layout/shape (padding removed); plain formats are returned unchanged."""
-    fmt = record.format_name
-    if fmt in PRIVATE_FORMATS and target_shape:
-        return _to_original(arr, fmt, target_shape, target_format, record.sub_format)
-    return arr
-
-
 # ---- NPU vs NPU without graphs
 
 def _tasks_npu_vs_npu(ctx: _Context) -> list[_Task]:

@@ -17,7 +17,6 @@ items say where both tensors are; reading and comparing them is the engine's job
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 SPECIAL_OPS_TYPE = ("Cast", "TransData")
 

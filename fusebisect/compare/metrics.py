@@ -14,7 +14,6 @@ Values are returned as :class:`Value` (a ``float`` that also carries the exact C
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache

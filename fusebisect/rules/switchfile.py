@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -684,11 +683,6 @@ def write_hashed_switch_file(directory, config: SwitchConfig) -> Path:
         except (OSError, UnicodeDecodeError):
             pass
     return atomic_write_text(target, text)
-
-
-def resolve_switch_path(path) -> str:
-    """Absolute path string of a switch file, as front ends should be given it."""
-    return os.path.abspath(os.fspath(path))
 
 
 # --------------------------------------------------------------------------------------------------------------
