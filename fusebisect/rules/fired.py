@@ -150,15 +150,9 @@ def read_fusion_result(path) -> list[RuleStat]:
     Raises GraphFormatError (naming the file and the position) for an unreadable, empty or malformed file.
     """
     total: dict[tuple[str, str], RuleStat] = {}
-    for label, stats in read_fusion_result_per_graph(path).items():
+    for stats in read_fusion_result_per_graph(path).values():
         for s in stats:
-            t = total.setdefault((s.name, s.kind), RuleStat(s.name, s.kind))
-            t.match_times += s.match_times
-            t.effect_times += s.effect_times
-            t.repository_hit_times += s.repository_hit_times
-            for g in s.graphs:
-                if g not in t.graphs:
-                    t.graphs.append(g)
+            _add(total, (s.name, s.kind), s)
     return list(total.values())
 
 
@@ -175,10 +169,11 @@ def _is_fusion_result(path: Path) -> bool:
                                  or b"session_and_graph_id" in head or b"graphId" in head) and b'"op"' not in head
 
 
-def _add(acc: dict[str, RuleStat], stat: RuleStat) -> None:
-    have = acc.get(stat.name)
+def _add(acc: dict, key, stat: RuleStat) -> None:
+    """Add ``stat``'s counts and graphs into ``acc[key]`` (a fresh copy when the key is new)."""
+    have = acc.get(key)
     if have is None:
-        acc[stat.name] = RuleStat(stat.name, stat.kind, stat.match_times, stat.effect_times,
+        acc[key] = RuleStat(stat.name, stat.kind, stat.match_times, stat.effect_times,
                                   stat.repository_hit_times, list(stat.graphs))
         return
     have.match_times += stat.match_times
@@ -236,7 +231,7 @@ def fired_rules(path) -> dict[str, RuleStat]:
     for f in results:
         for stat in read_fusion_result(f):
             if stat.effect_times > 0:
-                _add(out, stat)
+                _add(out, stat.name, stat)
     from_graphs: dict[str, RuleStat] = {}
     if graphs:
         graph = load_graph(p if p.is_dir() else graphs[0])
