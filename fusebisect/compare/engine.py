@@ -394,10 +394,10 @@ def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
             import multiprocessing
             import threading
 
-            ranges = _ranges(len(tasks), ctx.jobs * 8)
             if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
                 from concurrent.futures import ThreadPoolExecutor
 
+                ranges = _ranges(len(tasks), ctx.jobs * 8)
                 with ThreadPoolExecutor(max_workers=ctx.jobs) as pool:
                     parts = list(pool.map(lambda b: _run_range(tasks, ctx, *b), ranges))
             else:
