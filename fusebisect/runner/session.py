@@ -121,16 +121,17 @@ def load_rules_spec(spec: str) -> list[str]:
 
     A FILE is a switch file (the rules it names) or a text file with names separated by newlines/commas ('#'
     comments). Raises UsageError for an invalid name, an empty list, or an unreadable file."""
-    from fusebisect.rules.switchfile import parse_switch_text, validate_rule_name
+    from fusebisect.rules.switchfile import looks_like_json, parse_switch_text, validate_rule_name
 
     path = Path(spec)
     names: list[str] = []
     if path.is_file():
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # a BOM is common in files edited on Windows
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
-        if text.lstrip().startswith("{"):
+        content = any(ln.strip() and not ln.strip().startswith(("#", "//")) for ln in text.splitlines())
+        if content and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
             names = parse_switch_text(text, path=path).mentioned()
         else:
             for line in text.splitlines():
