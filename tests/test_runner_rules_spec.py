@@ -29,3 +29,26 @@ def test_bad_names_and_empty_lists_are_usage_errors(tmp_path):
     empty.write_text("# nothing yet\n")
     with pytest.raises(UsageError, match="no rule names"):
         load_rules_spec(str(empty))
+
+
+def test_a_malformed_name_in_the_jobs_statistics_is_excluded_not_written(tmp_path, capsys):
+    import json
+    import sys
+
+    from fusebisect.cli.app import main
+
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os, sys\n"
+        "off = json.load(open(os.environ['FUSEBISECT_SWITCH_FILE'])).get('Switch', {}).get('GraphFusion', {})\n"
+        "stats = {'GeluFusionPass': {'match_times': '1', 'effect_times': '0' if 'GeluFusionPass' in off else '1'},\n"
+        "         'bad\"name;rm': {'match_times': '1', 'effect_times': '1'}}\n"
+        "json.dump({'session_and_graph_id_0_0': {'graph_fusion': stats}},\n"
+        "          open(os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json'), 'w'))\n"
+        "sys.exit(1 if 'GeluFusionPass' not in off else 0)\n")
+    rc = main(["--quiet", "run", "--workdir", str(tmp_path / "w"), "--json", "--", sys.executable, str(job)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [c["rules"] for c in out["culprits"]] == [["GeluFusionPass"]]
+    assert {"rule": 'bad"name;rm', "reason": "not a valid pass name (characters CANN never uses)"} in out["excluded"]
+    for cfg in (tmp_path / "w" / "switch").iterdir():
+        assert "bad" not in cfg.read_text()

@@ -593,10 +593,14 @@ class Session:
             if not names:
                 names = sorted(catalog.disableable())
                 source = "the catalog's disableable rules (no fusion_result.json or graph dump in the baseline)"
+        from fusebisect.rules.switchfile import RULE_NAME_RE
+
         candidates = []
         for name in names:
             rule = catalog.get(name)
-            if rule is not None and not rule.can_disable:
+            if not RULE_NAME_RE.fullmatch(name):  # from the job's own files: never let it reach a switch file
+                self.excluded.append({"rule": name, "reason": "not a valid pass name (characters CANN never uses)"})
+            elif rule is not None and not rule.can_disable:
                 self.excluded.append({"rule": name, "reason": "cannot be disabled (forbidden-close pass)"})
             elif rule is not None and rule.spelling_of:
                 self.excluded.append({"rule": name, "reason": f"a spelling of {rule.spelling_of}; use that name"})
