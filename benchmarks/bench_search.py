@@ -314,11 +314,11 @@ def plan_limits(n):
     the n-1-c1 suspects after it, with the look-for-more run before and after.
     """
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * n + 100))
-    groups._extend(n)
-    G, Z = groups._G, groups._Z
+    G, Z = groups._tables(groups.SCAN, n)            # the first search's plan
+    G2, Z2 = groups._tables(groups.SCAN_LATER, n)    # searches after a culprit, partner searches
 
     def partner(p):
-        return Z[p][1] if p >= 2 else p
+        return Z2[p][1] if p >= 2 else p
 
     def ties(s, at_start):
         tab = Z if at_start else G
@@ -333,11 +333,11 @@ def plan_limits(n):
                 return memo[lo, hi]
             s = hi - lo
             if lo == 0 and s == 1:
-                v = (-99, G[n - 1][1], 0)
+                v = (-99, G2[n - 1][1], 0)
             elif s == 1:
-                v = (1 + partner(lo), 1 + G[n - 1 - lo][1], n - 1 - lo)
+                v = (1 + partner(lo), 1 + G2[n - 1 - lo][1], n - 1 - lo)
             elif lo > 0 and s <= groups.SCAN:
-                v = (3 + partner(lo + 1), max(1 + G[n - 1 - lo][1], 2 + G[n - 2 - lo][1]),
+                v = (3 + partner(lo + 1), max(1 + G2[n - 1 - lo][1], 2 + G2[n - 2 - lo][1]),
                      (n - 1 - lo) + 2 * (n - 2 - lo))
             else:
                 tab = Z if lo == 0 else G
@@ -352,7 +352,7 @@ def plan_limits(n):
             memo[lo, hi] = v
             return v
         pw, kw, ksum = w(0, n)
-        second = sum(G[n - 1 - i][0] for i in range(n - 1))     # the second search's depth sum
+        second = sum(G2[n - 1 - i][0] for i in range(n - 1))     # the second search's depth sum
         return pw + 3, kw + 4, (ksum + second) / math.comb(n, 2) + 4
 
     return solve(True), solve(False)
@@ -375,8 +375,7 @@ def prefix_frontier(n, pair, two, scan=3):
     """
     import numpy as np
 
-    groups._extend(n)
-    G, Z = groups._G, groups._Z
+    G, Z = groups._tables(groups.SCAN_LATER, n)   # the partner and second searches' plan
     Ln = L(n)
     inf = 1 << 40
     after_scan = {2: (1, 1), 3: (1, 2, 2)}
@@ -442,7 +441,7 @@ def frontier_note():
     lines = ["", "What bounding the pair and k=2 worst cases costs one culprit (best prefix plans, exact model):"]
     for n in (40, 300):
         (pw, kw, km), _ = plan_limits(n)
-        Z = groups._Z
+        Z = groups._tables(groups.SCAN, n)[1]
         lines.append(f"  n={n}: engine plan: k=1 mean {3 + Z[n][0] / n:.3f}, pair worst {pw}, k=2 worst {kw} "
                      f"(mean {km:.2f})")
         for pair, two in ((2 * L(n) + 5, kw), (2 * L(n) + 4, kw), (2 * L(n) + 4, kw + 1)):

@@ -72,33 +72,47 @@ class Knowledge:
 
 # Split sizes are chosen by dynamic programming over the expected number of runs for one culprit, with the
 # worst case as tie-break. State "G": the interval follows a GOOD prefix, so its last suspect needs its own
-# confirmation run; intervals of <= SCAN suspects are scanned one by one (each BAD answer is its own
+# confirmation run; intervals of <= ``scan`` suspects are tested one by one (each BAD answer is its own
 # confirmation). State "Z": the interval starts at the beginning (a BAD prefix test of one suspect *is* its
 # confirmation). Above _DP_MAX suspects the split is balanced.
+#
+# Scanning three suspects one by one costs one culprit 1+2+3 runs against 2+2+3 for a split, but a culprit
+# that turns out to need a partner pays every one of those single runs for nothing. So the first search of a
+# job (where an interaction pair shows up) scans two (SCAN); searches that follow a confirmed culprit, and
+# the search for a partner inside a prefix, scan three (SCAN_LATER).
 SCAN = 2
+SCAN_LATER = 3
 _DP_MAX = 512
-_G: list[tuple[int, int, int]] = [(0, 0, 0), (1, 1, 0), (3, 2, 0)]   # (total, worst, best h)
-_Z: list[tuple[int, int, int]] = [(0, 0, 0), (0, 0, 0)]
+_TABLES: dict[int, tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]] = {}
 
 
-def _extend(limit: int) -> None:
-    while len(_G) <= limit:
-        s = len(_G)
-        _G.append(min((s + _G[h][0] + _G[s - h][0], 1 + max(_G[h][1], _G[s - h][1]), h) for h in range(1, s)))
-    while len(_Z) <= limit:
-        s = len(_Z)
-        _Z.append(min((s + _Z[h][0] + _G[s - h][0], 1 + max(_Z[h][1], _G[s - h][1]), h) for h in range(1, s)))
+def _tables(scan: int, limit: int) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """Return the (G, Z) tables for intervals of up to ``limit`` suspects: (total runs, worst, best h)."""
+    if scan not in _TABLES:
+        G = [(0, 0, 0), (1, 1, 0)]
+        for s in range(2, scan + 1):
+            G.append((s * (s + 1) // 2, s, 0))      # scanned: the i-th suspect costs i runs
+        _TABLES[scan] = (G, [(0, 0, 0), (0, 0, 0)])
+    G, Z = _TABLES[scan]
+    while len(G) <= limit:
+        s = len(G)
+        G.append(min((s + G[h][0] + G[s - h][0], 1 + max(G[h][1], G[s - h][1]), h) for h in range(1, s)))
+    while len(Z) <= limit:
+        s = len(Z)
+        Z.append(min((s + Z[h][0] + G[s - h][0], 1 + max(Z[h][1], G[s - h][1]), h) for h in range(1, s)))
+    return G, Z
 
 
-def best_split(size: int, at_start: bool) -> int:
+def best_split(size: int, at_start: bool, scan: int = SCAN) -> int:
     """Return how many suspects (from the front of an interval of ``size`` >= 2) the next test turns on.
 
-    ``at_start``: the interval is at the beginning of the order (no GOOD prefix before it).
+    ``at_start``: the interval is at the beginning of the order (no GOOD prefix before it). ``scan``: the
+    widest interval that is tested one suspect at a time.
     """
     if size > _DP_MAX:
         return size // 2
-    _extend(size)
-    return (_Z if at_start else _G)[size][2]
+    G, Z = _tables(scan, size)
+    return (Z if at_start else G)[size][2]
 
 
 def split_choices(size: int, rng, preferred: int | None = None) -> list[tuple[str, int]]:
