@@ -40,11 +40,14 @@ TARGET = textwrap.dedent(r'''
     if os.environ.get("T_NO_STATS") != "1":
         json.dump(res, open(os.path.join(work, "fusion_result.json"), "w"))
     with open(os.environ["T_LOG"], "a") as log:
-        log.write(json.dumps({"off": sorted(off), "argv": sys.argv[1:]}) + "\n")
+        log.write(json.dumps({"off": sorted(off), "argv": sys.argv[1:],
+                              "explicit_on": sorted(n for sec in sw.values() for n, v in sec.items() if v == "on")})
+                  + "\n")
     if crash_when_off and crash_when_off in off:
         print("compile error", file=sys.stderr)
         sys.exit(3)
-    bad = bool(faulty & set(on))
+    needed = set(filter(None, os.environ.get("T_NEEDED", "").split(",")))  # bad while one of these is off
+    bad = bool(faulty & set(on)) or bool(needed & off)
     kill_at = os.environ.get("T_KILL_PARENT_AT")
     if kill_at:
         n = sum(1 for _ in open(os.environ["T_LOG"]))
@@ -360,6 +363,32 @@ def test_production_cfg_keeps_a_foreign_file(target, tmp_path):
     assert res.run_json["switch_file"] == str(out)
     assert (tmp_path / "fusion_switch.cfg.bak").read_text() == "user content\n"
     assert RULES[1] in out.read_text()
+
+
+def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp_path):
+    from fusebisect.search import Search
+
+    target.env.update(T_NEEDED=RULES[2], T_EXIT_BAD="1")   # the job breaks when RULES[2] is turned off
+    res = session(target, tmp_path, engine=Search).run()
+    j = res.run_json
+    assert j["status"] == "found", j
+    assert j["culprits"][0]["rules"] == [RULES[2]] and j["culprits"][0]["direction"] == "off"
+    cfg = json.loads(Path(j["switch_file"]).read_text())
+    assert {n: v for sec in cfg["Switch"].values() for n, v in sec.items()} == {RULES[2]: "on"}
+    # no search run had that file: the verification ran it, and the job saw exactly its content
+    assert j["verify"]["outcome"] == "good"
+    run = next(t for t in j["trials"] if t["trial_dir"] == j["verify"]["trial_dir"])
+    assert run["role"] == "verify" and run["config_on"] == [RULES[2]] and run["config_off"] == []
+    last = target.calls()[-1]
+    assert last["off"] == [] and last["explicit_on"] == [RULES[2]]
+    assert sum(1 for c in target.calls() if c["explicit_on"]) == 1
+    assert j["executions"] == len(target.calls())
+    # resuming a finished run reuses the journaled verification instead of running it again
+    again = session(target, tmp_path, engine=Search).run()
+    assert again.run_json["verify"]["trial_dir"] == j["verify"]["trial_dir"]
+    assert len(target.calls()) == j["executions"]
+
+
 def test_kill_9_of_the_runner_and_resume(target, tmp_path):
     """A real kill -9 of the fusebisect process mid-run (the job kills its parent); the rerun resumes."""
     target.env.update(T_FAULTY=RULES[2], T_KILL_PARENT_AT="4")

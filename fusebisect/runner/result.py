@@ -43,7 +43,7 @@ def trial_row(rec: "TrialRecord") -> dict[str, Any]:
     return {"index": rec.index, "config_off": sorted(rec.off), "outcome": rec.outcome,
             "metric": _metric(rec.measurement.metric), "seconds": round(rec.measurement.seconds, 3),
             "role": rec.role, "key": rec.key, "reason": rec.reason, "exit_code": rec.measurement.exit_code,
-            "trial_dir": str(rec.paths.trial_dir)}
+            "trial_dir": str(rec.paths.trial_dir), **({"config_on": sorted(rec.on)} if rec.on else {})}
 
 
 def build_run_json(session: "Session", result, switch_path: Path | None, verify: "TrialRecord | None") -> dict:

@@ -85,10 +85,12 @@ class TrialRecord:
     paths: TrialPaths
     ignored: list[str] = field(default_factory=list)
     device: str | None = None
+    on: frozenset[str] = frozenset()  # rules set explicitly on (only the reverse direction's production file)
 
     def to_event(self) -> dict:
         m = self.measurement
-        return {"event": "trial", "index": self.index, "key": self.key, "off": sorted(self.off),
+        extra = {"on": sorted(self.on)} if self.on else {}
+        return {"event": "trial", "index": self.index, "key": self.key, "off": sorted(self.off), **extra,
                 "outcome": self.outcome, "metric": encode_float(m.metric),
                 "curve": [encode_float(v) for v in m.curve], "exit_code": m.exit_code,
                 "seconds": round(m.seconds, 3), "timed_out": m.timed_out, "check_exit_code": m.check_exit_code,
@@ -104,16 +106,17 @@ class TrialRecord:
         return cls(index=int(ev.get("index") or 0), key=ev.get("key", ""), off=frozenset(ev.get("off") or []),
                    role=ev.get("role", "search"), outcome=ev.get("outcome", INVALID), reason=ev.get("reason") or "",
                    measurement=m, paths=oracles.paths_from_record(ev), ignored=list(ev.get("ignored") or []),
-                   device=ev.get("device"))
+                   device=ev.get("device"), on=frozenset(ev.get("on") or []))
 
     @property
     def pending(self) -> bool:
         return self.outcome == UNKNOWN and self.reason == PENDING
 
 
-def config_key(off: frozenset[str]) -> str:
-    """A short stable key of a configuration (sha256 of its sorted OFF names)."""
-    return hashlib.sha256("\n".join(sorted(off)).encode("utf-8")).hexdigest()[:12]
+def config_key(off: frozenset[str], on: frozenset[str] = frozenset()) -> str:
+    """A short stable key of a configuration (sha256 of its sorted OFF names, then any rules set explicitly on)."""
+    text = "\n".join(sorted(off)) + ("\n\0on\n" + "\n".join(sorted(on)) if on else "")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def load_rules_spec(spec: str) -> list[str]:
@@ -360,13 +363,13 @@ class Session:
                     cfg.section(k)[rule.name if rule is not None and kind in KINDS else name] = value
         return cfg
 
-    def switch_file(self, off: frozenset[str]) -> Path:
+    def switch_file(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> Path:
         """Write (idempotently) and return the content-hashed switch file of a configuration."""
         from fusebisect.rules.switchfile import write_hashed_switch_file
 
-        return write_hashed_switch_file(self.workdir / "switch", self.switch_config(off)).absolute()
+        return write_hashed_switch_file(self.workdir / "switch", self.switch_config(off, on)).absolute()
 
-    def _new_paths(self, off: frozenset[str]) -> tuple[int, TrialPaths]:
+    def _new_paths(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> tuple[int, TrialPaths]:
         with self._lock:
             trials = self.workdir / "trials"
             existing = 0
@@ -377,8 +380,8 @@ class Session:
                         existing = max(existing, int(head))
             index = max(self._next_index, existing + 1)
             self._next_index = index + 1
-            trial_dir = trials / f"{index:04d}-{config_key(off)}"
-        return index, TrialPaths(trial_dir=trial_dir, switch_file=self.switch_file(off))
+            trial_dir = trials / f"{index:04d}-{config_key(off, on)}"
+        return index, TrialPaths(trial_dir=trial_dir, switch_file=self.switch_file(off, on))
 
     @property
     def all_off(self) -> frozenset[str]:
@@ -400,11 +403,11 @@ class Session:
 
     # ------------------------------------------------------------------ one trial
 
-    def execute(self, off: frozenset[str], role: str, device: str | None = None) -> tuple[int, TrialPaths,
-                                                                                            ExecResult,
-                                                                                            Measurement | None]:
-        """Run CMD for configuration ``off`` and measure it (thread-safe; no journaling, no judging)."""
-        index, paths = self._new_paths(off)
+    def execute(self, off: frozenset[str], role: str, device: str | None = None,
+                on: frozenset[str] = frozenset()) -> tuple[int, TrialPaths, ExecResult, Measurement | None]:
+        """Run CMD for configuration ``off`` (``on``: rules set explicitly on) and measure it (thread-safe; no
+        journaling, no judging)."""
+        index, paths = self._new_paths(off, on)
         self.progress.started(index, off, role, device)
         self.progress.detail(f"  switch file {paths.switch_file}\n  trial dir   {paths.trial_dir}\n"
                              f"  command     {shlex.join(substitute(self.opts.command, paths))}")
@@ -455,10 +458,10 @@ class Session:
         rec.outcome, rec.reason = outcome, reason
 
     def finish_trial(self, index: int, off: frozenset[str], role: str, paths: TrialPaths, m: Measurement,
-                     device: str | None) -> TrialRecord:
+                     device: str | None, on: frozenset[str] = frozenset()) -> TrialRecord:
         """Judge a measured execution, journal it, and return the record. Raises RunAborted (check abort)."""
-        rec = TrialRecord(index=index, key=config_key(off), off=off, role=role, outcome=UNKNOWN, reason="",
-                          measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device)
+        rec = TrialRecord(index=index, key=config_key(off, on), off=off, role=role, outcome=UNKNOWN, reason="",
+                          measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on)
         self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
         self.journal.append(rec.to_event())
         self.records.append(rec)
@@ -490,13 +493,13 @@ class Session:
     def executed(self) -> int:
         return len(self.records)
 
-    def run_one(self, off: frozenset[str], role: str) -> TrialRecord:
+    def run_one(self, off: frozenset[str], role: str, on: frozenset[str] = frozenset()) -> TrialRecord:
         """Run, judge and journal one configuration in this thread. Raises Interrupted, RunAborted."""
         device = self.slots[0]
-        index, paths, result, m = self.execute(off, role, device)
+        index, paths, result, m = self.execute(off, role, device, on)
         if m is None:
             raise Interrupted("interrupted")
-        return self.finish_trial(index, off, role, paths, m, device)
+        return self.finish_trial(index, off, role, paths, m, device, on)
 
     def _engine_progress(self) -> dict | None:
         engine = getattr(self, "engine", None)
@@ -637,7 +640,7 @@ class Session:
         for ev in records:
             if ev.get("event") == "trial":
                 rec = by_index.get(int(ev.get("index") or 0))
-                if rec is None or rec.pending or not rec.off <= allowed:
+                if rec is None or rec.pending or rec.on or not rec.off <= allowed:
                     continue  # (configs naming excluded rules say nothing about the remaining candidates)
                 yield ("observe", (rec.off, self._outcome(rec.outcome)))
             elif ev.get("event") == "prior":
@@ -786,16 +789,17 @@ class Session:
                              journal=self.journal.path, verify=verify, notes=self.notes)
 
     def production_config(self, result):
-        """The production switch config: 'on'-direction culprits off, 'off'-direction culprits explicitly on."""
+        """Return (off, on, SwitchConfig) of the production switch file: 'on'-direction culprits off,
+        'off'-direction culprits (bad while turned off) explicitly on."""
         off = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "on" for r in c.rules)
         on = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "off" for r in c.rules)
-        return off, self.switch_config(off, on)
+        return off, on, self.switch_config(off, on)
 
     def _production(self, result) -> tuple[Path, TrialRecord | None]:
         """Write the production switch file to --output (keeping a .bak of a foreign file) and verify it."""
         from fusebisect.rules.switchfile import next_backup_path, render_switch, write_switch_file
 
-        off, cfg = self.production_config(result)
+        off, on, cfg = self.production_config(result)
         target = Path(self.opts.output) if self.opts.output else self.workdir / "fusion_switch.cfg"
         target = target.absolute()
         if target.exists() and not target.is_dir():
@@ -810,13 +814,15 @@ class Session:
         else:
             write_switch_file(target, cfg)
         verify = None
-        if self.opts.verify and not any(getattr(c, "direction", "on") == "off" for c in result.culprits):
+        if self.opts.verify:
             # the engine's last step ("culprits off, everything else on: anything left?") is this very
-            # configuration; a judged run of it is the verification, never rerun
-            verify = next((r for r in reversed(self.records) if r.off == off and r.outcome != INVALID), None)
+            # configuration; a judged run of it is the verification, never rerun. A culprit that is bad while
+            # turned off is set explicitly on, a configuration no search run had: it gets its own run.
+            verify = next((r for r in reversed(self.records) if r.off == off and r.on == on
+                           and r.outcome != INVALID), None)
             if verify is None:
                 self.progress.log("verifying the production switch file with one more run")
-                verify = self.run_one(off, "verify")
+                verify = self.run_one(off, "verify", on)
             if verify.outcome != GOOD:
                 self.notes.append(f"the verification run with the production switch file was "
                                   f"{verify.outcome.upper()}" + (f" ({verify.reason})" if verify.reason else ""))
