@@ -457,14 +457,50 @@ def frontier_note():
         lines.append(f"    smallest k=2 worst of these plans (no pair bound): {best} (target {t2})")
     lines += [
         "  Reaching the pair target moves slots late in the order up the tree (their partner searches are the",
-        "  longest), which the single-culprit mean and the k=2 mean pay for. The k=2 worst stays above target",
-        "  whatever the first search's tree: after the first culprit p is confirmed, the run with p off comes",
-        "  next (one culprit would otherwise pay an extra run), and for two culprits that run is always BAD.",
+        "  longest), which the single-culprit mean and the k=2 mean pay for.",
+        "  T2's k=2 worst has a floor for every plan of this kind, i.e. one that finds the first culprit of an",
+        "  order, confirms it and looks for more, with one culprit kept within T1 (k2_floor: a counting",
+        "  argument; it holds even for plans that test further prefixes before the look-for-more run):",
+    ]
+    for n in (40, 100, 300):
+        lines.append(f"    n={n}: k=2 worst >= {k2_floor(n)} (target {math.ceil(math.log2(math.comb(n, 2))) + 5})")
+    lines += [
         "  T1 counting every run: c runs after the gates settle at most 2^(c-2) single culprits (both runs",
         "  naming r, only r on and only r off, lie on r's path and the later one splits nothing), so",
         "  ceil(log2 n) + 4 is forced for every n >= 2, not only for powers of two.",
     ]
     return "\n".join(lines)
+
+
+def k2_floor(n):
+    """The least k=2 worst case (every run counted) of any search that finds the first culprit of an order
+    (prefix tests, the pair answering like its earlier member), confirms it, and then looks for more, while
+    one culprit keeps <= ceil(log2 n) + 3 runs before its production-config run.
+
+    Counting argument. After the gates, naming the first culprit x (with its run "only x on") in c runs
+    leaves Kraft room: sum over x of 2^-c(x) <= 1/2 (t runs settle at most 2^(t-1) confirmed single culprits).
+    The second culprit y lies in the n-1-x slots after x. Finding it needs "only y on" BAD and "x, y off,
+    everything else on" GOOD, and the answer "nothing more" (one culprit) needs "x off, everything else on"
+    GOOD within s = L+2-c runs (L+1-c allowed before it). Runs that keep x off are GOOD for one culprit,
+    so t runs with that allowance settle at most 2^(t-2) (1 - 2^-s) slots for y (look-for-more first: s=1).
+    Returns the least W (gates included) for which every x gets a c meeting both, within the Kraft room.
+    """
+    Ln = L(n)
+
+    def room(t, s):
+        return 0 if t < 3 or s < 1 else sum(2 ** (t - 2 - i) for i in range(1, s + 1) if t - 2 - i >= 0)
+
+    for W in range(Ln + 4, 4 * Ln + 8):
+        total = 0.0
+        for x in range(n):
+            fits = [c for c in range(1, Ln + 2) if n - 1 - x == 0 or room(W - 2 - c, Ln + 2 - c) >= n - 1 - x]
+            if not fits:
+                break
+            total += 2.0 ** -max(fits)
+        else:
+            if total <= 0.5:
+                return W
+    return None
 
 
 def limits_note():
