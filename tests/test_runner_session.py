@@ -365,6 +365,18 @@ def test_production_cfg_keeps_a_foreign_file(target, tmp_path):
     assert RULES[1] in out.read_text()
 
 
+def test_a_metric_pattern_that_matches_nothing_stops_after_the_first_run(target, tmp_path):
+    target.env["T_FAULTY"] = RULES[3]
+    with pytest.raises(UsageError) as exc:
+        session(target, tmp_path, metric=r"loss=([0-9.]+)").run()
+    msg = str(exc.value)
+    assert "--metric 'loss=([0-9.]+)' matched nothing in run 1 (baseline), which exited 0" in msg
+    assert "'step 2 loss 0.9000'" in msg and "\n" not in msg
+    assert len(target.calls()) == 1          # no further run wasted on a pattern that cannot match
+    # (a run that crashes without printing the metric is INVALID and the search goes on: see
+    # test_crash_under_metric_oracle_is_invalid_never_bad)
+
+
 def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp_path):
     from fusebisect.search import Search
 

@@ -465,6 +465,7 @@ class Session:
         self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
         self.journal.append(rec.to_event())
         self.records.append(rec)
+        self._check_metric_pattern(rec)
         if rec.off == self.all_off and rec.ignored:
             newly = [r for r in rec.ignored if r in self.candidates]
             if newly and len(newly) < len(self.candidates):
@@ -477,6 +478,26 @@ class Session:
         if self.on_trial is not None:
             self.on_trial(rec)
         return rec
+
+    def _check_metric_pattern(self, rec: TrialRecord) -> None:
+        """Stop at once when --metric has matched nothing yet and this run exited 0 without a match: the
+        pattern (not the job) is wrong, and every further run would be INVALID for the same reason."""
+        m = rec.measurement
+        if (self.opts.metric is None or m.metric is not None or m.exit_code != 0 or m.timed_out
+                or any(r.measurement.metric is not None for r in self.records)):
+            return
+        last = ""
+        for path in (rec.paths.stdout_path, rec.paths.stderr_path):
+            try:
+                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            last = next((ln.strip() for ln in reversed(lines) if ln.strip()), last) if not last else last
+        hint = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
+        raise UsageError(f"--metric {self.opts.metric!r} matched nothing in run {rec.index} ({rec.role}), which "
+                         f"exited 0 (output in {rec.paths.stdout_path.parent}){hint}. Fix the pattern (one "
+                         f"capture group around the number; nan/inf too if the job can print them) and rerun "
+                         f"with --fresh")
 
     def exclude(self, rules: Sequence[str], reason: str, *, journal: bool = True) -> None:
         """Drop ``rules`` from the candidates (e.g. they ignore the switch, so the reference could never be
