@@ -242,6 +242,16 @@ def test_rules_file(target, tmp_path):
     assert res.run_json["culprits"][0]["rules"] == [RULES[2]]
 
 
+def test_a_rule_the_catalog_does_not_know_is_kept_with_a_warning(target, tmp_path, capsys):
+    target.env.update(T_FAULTY=RULES[0], T_EXIT_BAD="1")
+    opts = RunOptions(command=target.command(), workdir=tmp_path / "w", rules=f"{RULES[0]},GeluFusionPas")
+    res = Session(opts, engine_cls=FakeSearch, env=target.env, progress=Progress(live=False)).run()
+    assert res.run_json["candidate_rules"] == [RULES[0], "GeluFusionPas"]
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--rules: GeluFusionPas is not a rule the catalog knows (did you mean GeluFusionPass" in err
+    assert RULES[0] + " is not" not in err
+
+
 def test_invalid_rule_name_is_a_usage_error(target, tmp_path):
     with pytest.raises(UsageError, match="invalid rule name"):
         session(target, tmp_path, rules="Good,bad name").run()

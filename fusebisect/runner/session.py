@@ -601,6 +601,12 @@ class Session:
         if self.opts.rules:
             names = load_rules_spec(self.opts.rules)
             source = "--rules"
+            for name in names:
+                if catalog.get(name) is None:
+                    hints = catalog.suggest(name)
+                    self.progress.log(f"[yellow]warning:[/yellow] --rules: {name} is not a rule the catalog knows"
+                                      + (f" (did you mean {', '.join(hints)}?)" if hints else "")
+                                      + "; kept, but a misspelt name switches nothing off")
         else:
             self.progress.log("running the baseline (default configuration) to see which rules fire")
             index, paths, result, m = self.execute(frozenset(), "baseline", self.slots[0])
