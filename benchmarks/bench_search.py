@@ -287,7 +287,7 @@ def t9(scale):
 def undeclared_noise(scale):
     cands = names(300)
     rng = random.Random(11)
-    ok = 0
+    ok = covers = 0
     ex = []
     trials = 300 * scale // 10 if scale < 10 else 300
     for t in range(trials):
@@ -295,8 +295,11 @@ def undeclared_noise(scale):
         s = Search(cands)
         drive(s, SimTarget(cands, [frozenset({c})], flip=0.05, seed=t))
         ok += correct(s.result, [frozenset({c})])
+        # the production config still fixes the job when some named set holds the culprit (extra rules off)
+        covers += s.result.status == "found" and any(c in x.rules for x in s.result.culprits)
         ex.append(s.result.executions)
-    row("noise p=0.05 NOT declared (auto-switch) n=300", "(info)", ex, "info", f"{ok / trials:.3f}")
+    row("noise p=0.05 NOT declared (auto-switch) n=300", "(info)", ex, "info",
+        f"{ok / trials:.3f} exact, {covers / trials:.3f} culprit off")
 
 
 def plan_limits(n):

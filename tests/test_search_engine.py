@@ -137,13 +137,35 @@ def test_interaction_pair_average_near_target():
 
 
 def test_gates_not_reproduced_and_not_fusion():
+    # the gate that ends the search is run twice: one flaky verdict must not end it
     cands = names(10)
     s = Search(cands)
-    drive(s, SimTarget(cands, []))
-    assert s.result.status == "not_reproduced" and s.result.executions == 2
+    t = SimTarget(cands, [])
+    drive(s, t)
+    assert s.result.status == "not_reproduced" and s.result.executions == 3
+    assert t.runs.count(frozenset()) == 2
     s = Search(cands)
-    drive(s, SimTarget(cands, [frozenset()]))
-    assert s.result.status == "not_fusion" and s.result.executions == 2
+    t = SimTarget(cands, [frozenset()])
+    drive(s, t)
+    assert s.result.status == "not_fusion" and s.result.executions == 3
+    assert t.runs.count(frozenset(cands)) == 2
+
+
+def test_a_flipped_gate_switches_to_the_noise_aware_mode_instead_of_stopping():
+    cands = names(40)
+    flips = {frozenset(): 1}   # the first baseline run says GOOD although the culprit is on
+
+    def target(off):
+        bad = "Pass007" in (set(cands) - set(off))
+        if flips.get(off):
+            flips[off] -= 1
+            bad = not bad
+        return Outcome.BAD if bad else Outcome.GOOD
+
+    s = Search(cands)
+    drive(s, target)
+    assert s.result.status == "found" and s.result.culprits[0].rules == ("Pass007",)
+    assert any("disagreed" in n for n in s.result.notes)
 
 
 def test_first_round_is_both_gates():

@@ -17,8 +17,10 @@ journal: ``Search.replay(candidates, events)`` rebuilds it from ("observe", (off
 The algorithm follows Go's cmd/bisect:
 
 1. Gates: run with every candidate off (the reference) and with none off (the baseline). Baseline good ->
-   not_reproduced; all-off still bad -> not_fusion; baseline good but all-off bad -> the reverse direction
-   (the symptom needs rules to be OFF). INVALID gates are retried once, then the search is inconclusive.
+   not_reproduced; all-off still bad -> not_fusion (either only after the gate that decides it gave the same
+   verdict twice; two different verdicts switch to the noise-aware mode); baseline good but all-off bad ->
+   the reverse direction (the symptom needs rules to be OFF). INVALID gates are retried once, then the
+   search is inconclusive.
 2. Find a set: the first prior rules (if any) are tested alone; then the engine binary-searches the
    shortest BAD prefix of the candidate order (adaptive group testing; everything after the prefix is
    off), choosing split sizes that minimise the expected runs. The prefix's last element r is needed. If
@@ -169,6 +171,10 @@ class Search:
         if outcome in (Outcome.GOOD, Outcome.BAD):
             self._post.add(bits_of(off_mask), outcome is Outcome.BAD)
         if self.done:
+            return
+        if not self._noisy and self._direction is None and self.repeat == 1 and \
+                {Outcome.GOOD, Outcome.BAD} <= set(self._obs[off_mask]):
+            self._enter_noisy(f"the two runs of {self._describe(off_mask)} disagreed")
             return
         if not self._noisy and self._direction is not None:
             new = self._judge(off_mask)[0]
@@ -396,12 +402,17 @@ class Search:
             which = "all-candidates-off reference" if ref is Outcome.INVALID else "baseline"
             return self._result("inconclusive", [], f"The {which} run could not be judged twice; nothing "
                                 "can be concluded.")
+        stop_gate = 0 if base is Outcome.GOOD else self._all   # the gate a single flipped verdict would fake
+        if base is ref and self.repeat == 1 and len(self._obs.get(stop_gate, ())) == 1:
+            # A verdict that ends the search without an answer must not rest on one run: run that gate once
+            # more. A disagreement is caught by observe() and switches to the noise-aware mode.
+            yield from self._ask([(stop_gate, "repeat")])
         if base is Outcome.GOOD and ref is Outcome.GOOD:
-            return self._result("not_reproduced", [], "The baseline (default configuration) is good: the "
-                                "symptom does not reproduce.")
+            return self._result("not_reproduced", [], "The baseline (default configuration) is good, twice: "
+                                "the symptom does not reproduce.")
         if base is Outcome.BAD and ref is Outcome.BAD:
             return self._result("not_fusion", [], f"With all {self._n} candidate rules off the symptom is "
-                                "still there: it is not caused by the switchable fusion rules.")
+                                "still there, twice: it is not caused by the switchable fusion rules.")
         self._direction = "on" if base is Outcome.BAD else "off"
         self._rebuild_knowledge()
         # The order stays the candidates' own: the prior acts through its first rules being tested alone
