@@ -468,9 +468,14 @@ def frontier_note():
         best = next(t for t in range(kw - 4, kw + 4) if prefix_frontier(n, 10 * n, t) is not None)
         t2 = math.ceil(math.log2(math.comb(n, 2))) + 5
         lines.append(f"    smallest k=2 worst of these plans (no pair bound): {best} (target {t2})")
+    reach = []
+    for n in (40, 64, 100, 150, 200, 256, 300):
+        ok = prefix_frontier(n, 2 * L(n) + 4, 10 * n) is not None
+        reach.append(f"n={n} {'yes' if ok else 'no'}")
     lines += [
         "  Reaching the pair target moves slots late in the order up the tree (their partner searches are the",
-        "  longest), which the single-culprit mean and the k=2 mean pay for.",
+        "  longest), which the single-culprit mean and the k=2 mean pay for. Whether any prefix plan keeping one",
+        "  culprit within T1 reaches pair <= 2 ceil(log2 n) + 4 at all: " + ", ".join(reach) + ".",
         "  T2's k=2 worst has a floor for every plan of this kind, i.e. one that finds the first culprit of an",
         "  order, confirms it and looks for more, with one culprit kept within T1 (k2_floor: a counting",
         "  argument; it holds even for plans that test further prefixes before the look-for-more run):",
