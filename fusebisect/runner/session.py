@@ -492,7 +492,9 @@ class Session:
                 lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
             except OSError:
                 continue
-            last = next((ln.strip() for ln in reversed(lines) if ln.strip()), last) if not last else last
+            last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
+            if last:
+                break
         hint = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
         raise UsageError(f"--metric {self.opts.metric!r} matched nothing in run {rec.index} ({rec.role}), which "
                          f"exited 0 (output in {rec.paths.stdout_path.parent}){hint}. Fix the pattern (one "
