@@ -150,6 +150,7 @@ class DumpFile:
     outputs: list[TensorRecord]
     buffers: list[TensorRecord] = field(default_factory=list)
     spaces: list[TensorRecord] = field(default_factory=list)
+    attrs: list[tuple[str, str]] = field(default_factory=list)  # op attributes (name, value); [] for nano/npy
 
     def tensors(self) -> list[TensorRecord]:
         """Return all records in file order: inputs, outputs, buffers, spaces."""
@@ -306,6 +307,10 @@ def _records_from_proto(msg, path: Path, sources: Callable[[object], Callable[[]
     return inputs, outputs, buffers, spaces
 
 
+def _attrs(msg) -> list[tuple[str, str]]:
+    return [(a.name, a.value) for a in msg.attr]
+
+
 def _binary(path: Path, msg, header_len: int, size: int, whole: bytes | None = None) -> DumpFile:
     bases = []
     offset = 8 + header_len
@@ -327,7 +332,8 @@ def _binary(path: Path, msg, header_len: int, size: int, whole: bytes | None = N
 
     inputs, outputs, buffers, spaces = _records_from_proto(msg, path, source, lambda t: int(t.size))
     op_name = msg.op_name or _name_fields(path)[0]
-    return DumpFile(path, "binary", op_name, msg.version, int(msg.dump_time), inputs, outputs, buffers, spaces)
+    return DumpFile(path, "binary", op_name, msg.version, int(msg.dump_time), inputs, outputs, buffers, spaces,
+                    _attrs(msg))
 
 
 def _read_protobuf(path: Path, whole: bytes, binary_reason: str | None) -> DumpFile:
@@ -349,7 +355,8 @@ def _read_protobuf(path: Path, whole: bytes, binary_reason: str | None) -> DumpF
     inputs, outputs, buffers, spaces = _records_from_proto(
         msg, path, lambda t: _inline(t.data), lambda t: len(t.data))
     op_name = msg.op_name or _name_fields(path)[0]
-    return DumpFile(path, "protobuf", op_name, msg.version, int(msg.dump_time), inputs, outputs, buffers, spaces)
+    return DumpFile(path, "protobuf", op_name, msg.version, int(msg.dump_time), inputs, outputs, buffers, spaces,
+                    _attrs(msg))
 
 
 def _read_nano(path: Path, header: bytes, size: int, whole: bytes | None = None) -> DumpFile:
@@ -518,19 +525,23 @@ def _raw_bytes(item) -> bytes:
 
 def dump_bytes(*, op_name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec],
                encoding: str = "binary", dump_time: int = 0, buffers: Iterable = (),
-               spaces: Iterable = ()) -> bytes:
+               spaces: Iterable = (), attrs: Iterable[tuple[str, str]] = ()) -> bytes:
     """Return the bytes of a dump file in ``encoding`` ('binary', 'protobuf' or 'nano').
 
-    Buffers and spaces (raw bytes or arrays) exist only in binary/protobuf. Raises DumpFormatError for an
-    unknown encoding or a dtype the encoding cannot express.
+    Buffers, spaces (raw bytes or arrays) and op attributes (``(name, value)`` strings, e.g. the FFTS+ slice
+    JSON) exist only in binary/protobuf. Raises DumpFormatError for an unknown encoding or a dtype or field
+    the encoding cannot express.
     """
     ins = [(_spec(s),) + _encode_spec(_spec(s)) for s in inputs]
     outs = [(_spec(s),) + _encode_spec(_spec(s)) for s in outputs]
     bufs = [_raw_bytes(b) for b in buffers]
     sps = [_raw_bytes(s) for s in spaces]
+    op_attrs = [(str(name), str(value)) for name, value in attrs]
     if encoding == "nano":
         if bufs or sps:
             raise DumpFormatError("the nano encoding has no buffers or workspaces")
+        if op_attrs:
+            raise DumpFormatError("the nano encoding has no op attributes")
         return _nano_bytes(ins, outs)
     if encoding not in ("binary", "protobuf"):
         raise DumpFormatError(f"unknown dump encoding {encoding!r} (use binary, protobuf or nano)")
@@ -565,6 +576,8 @@ def dump_bytes(*, op_name: str, inputs: Sequence[TensorSpec], outputs: Sequence[
         s = msg.space.add(size=len(data))
         if inline:
             s.data = data
+    for name, value in op_attrs:
+        msg.attr.add(name=name, value=value)
     header = msg.SerializeToString()
     if inline:
         return header
@@ -619,12 +632,12 @@ def _nano_bytes(ins, outs, version: int = 0) -> bytes:
 
 def write_dump(path: str | os.PathLike[str], *, op_name: str, inputs: Sequence[TensorSpec],
                outputs: Sequence[TensorSpec], encoding: str = "binary", dump_time: int = 0,
-               buffers: Iterable = (), spaces: Iterable = ()) -> Path:
+               buffers: Iterable = (), spaces: Iterable = (), attrs: Iterable[tuple[str, str]] = ()) -> Path:
     """Write one dump file atomically in ``encoding`` ('binary', 'protobuf' or 'nano'); return its path.
 
-    Nano files carry no op name or dump time (readers take them from the file name).
-    Raises DumpFormatError for an unknown encoding or an inexpressible dtype; OSError on I/O failure.
+    Nano files carry no op name, dump time or op attributes (readers take the first two from the file name).
+    Raises DumpFormatError for an unknown encoding or an inexpressible dtype or field; OSError on I/O failure.
     """
     data = dump_bytes(op_name=op_name, inputs=inputs, outputs=outputs, encoding=encoding, dump_time=dump_time,
-                      buffers=buffers, spaces=spaces)
+                      buffers=buffers, spaces=spaces, attrs=attrs)
     return atomic_write_bytes(path, data)
