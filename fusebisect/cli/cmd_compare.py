@@ -18,6 +18,8 @@ HELP = (
     "fused vs unfused (-f/-cf). Graphs: GE ge_proto txt, atc JSON or .pb.\n\n"
     "The table lists tensors in execution order with the first divergence highlighted; the summary names its "
     "graph-fusion passes, UB pass and the original ops it replaced. --csv writes msaccucmp's result CSV.\n\n"
+    "FFTS+ thread dump files of one op (one per thread slice) are merged into the whole tensor as msaccucmp "
+    "does; [bold]--ffts[/bold] keeps their op names (msaccucmp -ffts: manual-mode slices compared one to one).\n\n"
     "Exit codes: 0 nothing crosses the thresholds, 1 divergence found, 2 error.\n\n"
     "Example: fusebisect compare ./dump_fused ./dump_unfused --my-graph ge_fused.txt "
     "--golden-graph ge_unfused.txt --csv result.csv"
@@ -101,6 +103,10 @@ def register(app: typer.Typer) -> None:
             "Default: one per CPU when the comparison has 500 ops or more, else 1.")] = None,
         html_out: Annotated[Optional[Path], typer.Option(
             "--html", help="Write a self-contained HTML report (cosine plot, first divergence, rows).")] = None,
+        ffts_direct: Annotated[bool, typer.Option(
+            "--ffts", help="FFTS+ vs FFTS+ (msaccucmp -ffts): keep the op names of thread files, so manual-mode "
+            "slices (_lxsliceN) are compared one to one; automatic-mode threads share a name and are still "
+            "merged.")] = False,
     ) -> None:
         from fusebisect.errors import UsageError
 
@@ -111,13 +117,17 @@ def register(app: typer.Typer) -> None:
         if engine == "msaccucmp":
             from fusebisect.compare.msaccucmp_adapter import run_msaccucmp
             report = run_msaccucmp(my, golden, my_graph=my_graph, golden_graph=golden_graph, script=msaccucmp,
-                                   cosine=cosine, max_abs_error=max_abs_error)
+                                   cosine=cosine, max_abs_error=max_abs_error, ffts_direct=ffts_direct)
             if op is not None:
                 report.rows = [r for r in report.rows if op in r.my_op.split(",")]
         else:
             from fusebisect.compare.engine import compare_dumps
             report = compare_dumps(my, golden, my_graph=my_graph, golden_graph=golden_graph, cosine=cosine,
-                                   max_abs_error=max_abs_error, op=op, jobs=jobs)
+                                   max_abs_error=max_abs_error, op=op, jobs=jobs, ffts_direct=ffts_direct)
+        if report.notes:
+            from rich.markup import escape
+            for note in report.notes:
+                common.log(escape(f"note: {note}"))
         if csv_out is not None:
             from fusebisect.compare.csvout import write_csv
             write_csv(report, csv_out)
@@ -135,7 +145,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             common.print_json({"rows": len(report.rows), "first_divergence": report.first_divergence,
                                "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}
-                                             for u in report.unmatched]})
+                                             for u in report.unmatched], "notes": list(report.notes)})
         else:
             _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top)
         raise typer.Exit(1 if report.first_divergence else 0)

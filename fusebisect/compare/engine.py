@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fusebisect.compare import ffts
 from fusebisect.compare import mapping as mp
 from fusebisect.compare.dumpfile import read_dump
 from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, Metrics, batchable, compare_arrays, compare_batch,
@@ -74,6 +75,7 @@ class CompareReport:
     my_address_column: bool = True
     golden_address_column: bool = True
     mode: str = "npu_vs_npu"        # 'npu_vs_npu' | 'npu_vs_npy' | 'fused_vs_unfused' | 'npy_by_name'
+    notes: list[str] = field(default_factory=list)   # what a person should know (FFTS+ thread files...)
 
     def execution_order(self) -> list[CompareRow]:
         """Rows sorted by my dump time (rows without a dump keep their place at the end)."""
@@ -100,11 +102,13 @@ def _dir_has_npy(path: Path) -> bool:
 
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
-                  jobs: int | None = 1) -> CompareReport:
+                  jobs: int | None = 1, ffts_direct: bool = False) -> CompareReport:
     """Compares my dump against the golden data, msaccucmp style.
 
     ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
     Graphs (paths or loaded :class:`Graph`) choose the mapping (see :mod:`fusebisect.compare.mapping`).
+    FFTS+ thread files of one op are merged into one dump (:mod:`fusebisect.compare.ffts`); ``ffts_direct``
+    keeps the op names of the files as they are (msaccucmp ``-ffts``: manual-mode slices compared one to one).
     A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. ``jobs``: worker processes
     over ops; ``None`` (or 0) picks :func:`auto_jobs` for the number of ops. Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
@@ -119,14 +123,15 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     if not golden_path.exists():
         raise UsageError(f"{golden_path}: no such golden location")
     my_tree = scan_dumps(my_path)
-    my_index = mp.index_tree(my_tree)
+    with_graph = my_graph is not None
+    my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:
         raise DumpFormatError(f"no op dump files found in {my_path}")
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
     if golden_npy:
         golden_index = mp.index_golden(scan_golden(golden_path))
     else:
-        golden_index = mp.index_tree(scan_dumps(golden_path))
+        golden_index = mp.index_tree(scan_dumps(golden_path), graph=with_graph, direct=ffts_direct)
     my_g = _load_graph(my_graph)
     golden_g = _load_graph(golden_graph)
     ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
@@ -160,7 +165,10 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     rows_by_task = _run(tasks, ctx)
     rows = [row for task_rows in rows_by_task for row in task_rows]
     rows.sort(key=lambda r: r.index)     # msaccucmp sorts its CSV by Index (stable)
-    report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode)
+    if ctx.rule is not None and ctx.my_address != ctx.golden_address:
+        _ffts_inputs_from_producers(rows)
+    notes = list(dict.fromkeys(my_index.notes + golden_index.notes + ctx.notes))
+    report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     return report
 
@@ -234,6 +242,7 @@ class _Context:
     rule: mp.FusionRule | None = None
     originals: dict = field(default_factory=dict)
     unmatched: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
     my_address: bool = True
     golden_address: bool = True
     pending: "_Pending | None" = None
@@ -304,17 +313,19 @@ class _Task:
     run: object          # callable(ctx) -> list[CompareRow]
 
 
-def _run_range(tasks: list[_Task], ctx: _Context, start: int, stop: int) -> list[tuple[list[CompareRow], list]]:
-    """Runs tasks[start:stop] with their own pending batch and unmatched list: [(rows, unmatched)] per task,
-    every row filled."""
+def _run_range(tasks: list[_Task], ctx: _Context, start: int, stop: int) -> list[tuple[list[CompareRow], list,
+                                                                                        list]]:
+    """Runs tasks[start:stop] with their own pending batch, unmatched list and notes:
+    [(rows, unmatched, notes)] per task, every row filled."""
     local = copy.copy(ctx)
     local.unmatched = []
+    local.notes = []
     local.pending = _Pending(ctx.algorithms)
     out = []
     for task in tasks[start:stop]:
-        before = len(local.unmatched)
+        before, noted = len(local.unmatched), len(local.notes)
         rows = task.run(local)
-        out.append((rows, local.unmatched[before:]))
+        out.append((rows, local.unmatched[before:], local.notes[noted:]))
     local.pending.flush()
     return out
 
@@ -324,7 +335,7 @@ def _ranges(count: int, parts: int) -> list[tuple[int, int]]:
     return [(i, min(i + step, count)) for i in range(0, count, step)]
 
 
-def _run_split(tasks: list[_Task], ctx: _Context, jobs: int) -> list[list[tuple[list[CompareRow], list]]]:
+def _run_split(tasks: list[_Task], ctx: _Context, jobs: int) -> list[list[tuple[list[CompareRow], list, list]]]:
     """Splits the tasks into ``jobs`` contiguous shares: this process runs the first, forked children the
     others. A child writes its pickled result to an unlinked temporary file (so it never waits for this process
     to read a pipe) and leaves with ``os._exit``. Raises what a child raised; kills the children on any error."""
@@ -407,8 +418,9 @@ def _run(tasks: list[_Task], ctx: _Context) -> list[list[CompareRow]]:
         if gc_was_enabled:
             gc.enable()
     out = []
-    for rows, unmatched in results:   # unmatched entries in task order, as a serial run adds them
+    for rows, unmatched, notes in results:   # unmatched entries and notes in task order, as a serial run adds them
         ctx.unmatched.extend(unmatched)
+        ctx.notes.extend(notes)
         out.append(rows)
     return out
 
@@ -421,8 +433,43 @@ def _addr(value: int | None) -> int | None:
     return value if value else None
 
 
-def _read(entry):
-    return read_dump(entry.path)
+def _load(ctx: _Context, entry) -> ffts.ThreadRead:
+    """Reads what the index gives for an op: one dump file, or an FFTS+ op's thread files merged (their notes go
+    to the report). Raises DumpFormatError for unreadable files."""
+    if isinstance(entry, ffts.ThreadGroup):
+        loaded = entry.read()
+        ctx.notes.extend(loaded.notes)
+        return loaded
+    return ffts.ThreadRead(read_dump(entry.path))
+
+
+def _read(ctx: _Context, entry):
+    """The dump to compare for an index entry (see :func:`_load`)."""
+    return _load(ctx, entry).dump
+
+
+FFTS_FILE_COUNT_REASON = ("This is a FFTS+ mode dump data, The number of files does not match the number of "
+                          "thread")   # msaccucmp's text
+
+
+def _ffts_inputs_from_producers(rows: list[CompareRow]) -> None:
+    """msaccucmp's ``find_pre_op`` for FFTS+ ops compared with a graph (when exactly one Address column is
+    written): an FFTS+ op's input row takes Shape, metrics and fail reason from the output row of the FFTS+ op
+    producing that input (thread inputs are slices; the producer's merged output is the whole tensor)."""
+    outputs: dict[str, list[CompareRow]] = {}
+    for row in rows:
+        op = getattr(row, "_ffts_op", None)
+        if op is not None and ":output:" in row.tensor:
+            outputs.setdefault(op, []).append(row)
+    for row in rows:
+        producer = getattr(row, "_ffts_producer", None)
+        if producer is None:
+            continue
+        produced = outputs.get(producer[0])
+        if produced is None or producer[1] >= len(produced):
+            continue
+        source = produced[producer[1]]
+        row.shape, row.metrics, row.fail_reason = source.shape, dict(source.metrics), source.fail_reason
 
 
 def _shown_dtype(record, *, device_names: bool) -> str:
@@ -463,14 +510,18 @@ def _npu_op(ctx: _Context, index: int, name: str, my_entry, golden_entry) -> lis
     if my_entry is None or golden_entry is None:
         return [_one_sided_row(ctx, index, name, my_entry, golden_entry)]
     try:
-        my_dump = _read(my_entry)
-        golden_dump = _read(golden_entry)
+        my_loaded = _load(ctx, my_entry)
+        my_dump = my_loaded.dump
+        golden_dump = _read(ctx, golden_entry)
     except DumpFormatError as exc:
         ctx.unmatched.append({"op": name, "side": "my", "reason": str(exc)})
-        return [CompareRow(index, my_entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
+        return [CompareRow(index, "NaN", name, [name], "NaN", None, None, None, _nan_metrics(ctx),
                            str(exc), None, None, timestamp=my_entry.timestamp)]
+    shown = name
+    if my_dump.attrs and my_dump.op_name:    # msaccucmp then names the rows as the dump header does
+        shown = my_dump.op_name
     rows: list[CompareRow] = []
-    messages: list[str] = []
+    messages: list[str] = [] if my_loaded.files_match else [FFTS_FILE_COUNT_REASON]
     for kind, mine, theirs in (("input", my_dump.inputs, golden_dump.inputs),
                                ("output", my_dump.outputs, golden_dump.outputs)):
         problem = _npu_check(name, kind, mine, theirs)
@@ -478,14 +529,15 @@ def _npu_op(ctx: _Context, index: int, name: str, my_entry, golden_entry) -> lis
             messages.append(problem)
             continue
         for i, (a, b) in enumerate(zip(mine, theirs)):
-            row = CompareRow(index, my_entry.op_type, name, [name], f"{name}:{kind}:{i}",
+            row = CompareRow(index, my_entry.op_type, shown, [shown], f"{shown}:{kind}:{i}",
                              _shown_dtype(a, device_names=True), _shown_dtype(b, device_names=True),
                              tuple(a.shape), {}, "", _addr(a.address), _addr(b.address),
                              timestamp=my_entry.timestamp)
             _compare_records(ctx, row, a, b, my_entry.path, golden_entry.path)
             rows.append(row)
     if not rows:
-        rows.append(CompareRow(index, my_entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
+        # a row without tensors has no op type in msaccucmp (FusionOp.get_real_op_type of a graph-less op)
+        rows.append(CompareRow(index, "NaN", shown, [shown], "NaN", None, None, None, _nan_metrics(ctx),
                                ",".join(messages), None, None, timestamp=my_entry.timestamp))
     return rows
 
@@ -548,15 +600,14 @@ def _tasks_npy_by_name(ctx: _Context) -> list[_Task]:
     order = sorted(((entries[-1].timestamp, key) for key, entries in ctx.my.files.items()))
     tasks = []
     for index, (_, key) in enumerate(order):
-        entry = ctx.my.files[key][-1]
-        tasks.append(_Task([entry.op_name], lambda c, i=index, e=entry: _npy_by_name_op(c, i, e)))
+        entry = ctx.my.entry(key)
+        tasks.append(_Task([key], lambda c, i=index, e=entry, n=key: _npy_by_name_op(c, i, e, n)))
     return tasks
 
 
-def _npy_by_name_op(ctx: _Context, index: int, entry) -> list[CompareRow]:
-    name = entry.op_name
+def _npy_by_name_op(ctx: _Context, index: int, entry, name: str) -> list[CompareRow]:
     try:
-        dump = _read(entry)
+        dump = _read(ctx, entry)
     except DumpFormatError as exc:
         return [CompareRow(index, entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
                            str(exc), None, None, timestamp=entry.timestamp)]
@@ -614,33 +665,41 @@ def _graph_op(ctx: _Context, op: mp.RuleOp, texts, *, missing_ok: bool) -> list[
         ctx.unmatched.append({"op": op.name, "side": "my", "reason": "no dump file for this graph op"})
         return [] if missing_ok else [_missing_my_row(ctx, op, texts)]
     try:
-        dump = _read(entry)
+        loaded = _load(ctx, entry)
+        dump = loaded.dump
     except DumpFormatError as exc:
         ctx.unmatched.append({"op": op.name, "side": "my", "reason": str(exc)})
         row = _missing_my_row(ctx, op, texts)
         row.fail_reason = str(exc)
         return [row]
     rows = []
+    ffts_rows = loaded.ffts or ffts.is_ffts_dump(dump)
     for kind, records in (("input", dump.inputs), ("output", dump.outputs)):
         for i, record in enumerate(records):
             tensor = f"{op.name}:{kind}:{i}"
+            producer_of = None
             try:
                 if kind == "input":
                     producer, out_index = mp.find_producer(ctx.rule, op, i)
                     origin = producer.origin_tensor(out_index)
+                    producer_of = (producer.name, out_index)
                 else:
                     origin = op.origin_tensor(i)
             except LookupError as exc:
                 rows.append(_fail_row(ctx, op, entry, record, tensor, texts,
                                       f"[{op.name}] There is no the ground truth dump file for {tensor}."
                                       if "origin" in str(exc) or "output description" in str(exc) else str(exc)))
-                continue
-            if ctx.golden_npy:
-                golden = ctx.golden.npy(origin.name, origin.index)
             else:
-                golden = ctx.golden.newest(origin.name)
-            rows.append(_golden_row(ctx, op.op_id, entry, dump, record, tensor, golden, origin, op.type, texts[0],
-                                    texts[1], op.pass_names, op.ub_pass_name, ctx.originals.get(op.name, [])))
+                if ctx.golden_npy:
+                    golden = ctx.golden.npy(origin.name, origin.index)
+                else:
+                    golden = ctx.golden.newest(origin.name)
+                rows.append(_golden_row(ctx, op.op_id, entry, dump, record, tensor, golden, origin, op.type,
+                                        texts[0], texts[1], op.pass_names, op.ub_pass_name,
+                                        ctx.originals.get(op.name, [])))
+            if ffts_rows:                  # kept off the dataclass fields: read by _ffts_inputs_from_producers
+                rows[-1]._ffts_op = op.name
+                rows[-1]._ffts_producer = producer_of
     return rows
 
 
@@ -669,7 +728,7 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
             golden_path = golden.path
             golden_format = origin.format or record.format_name
         else:
-            golden_dump = _read(golden)
+            golden_dump = _read(ctx, golden)
             golden_path = golden.path
             if origin.index >= len(golden_dump.outputs):
                 return fail(f"[{entry.op_name}] The output index {origin.index} is out of range "

@@ -10,15 +10,20 @@ Cases (as msaccucmp ``compare`` decides them):
 * **fused vs unfused NPU dumps with both graphs** (``-f`` + ``-cf``): the original names of each fused op are
   re-mapped to the op of the close graph that carries them, and the golden data is that op's NPU dump.
 
+FFTS+ thread files (one op dumped as one file per thread slice) are filed under one op name and read as one
+merged dump (:mod:`fusebisect.compare.ffts`), as msaccucmp does in every case.
+
 The result is a list of :class:`OpPlan` (one per fusion group, msaccucmp's ``Index``) whose :class:`TensorPlan`
 items say where both tensors are; reading and comparing them is the engine's job.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 SPECIAL_OPS_TYPE = ("Cast", "TransData")
+_LXSLICE = re.compile(r"_lxslice[0-9]+")    # FFTS+ manual-slice suffix msaccucmp drops from graph input names
 
 
 def lookup_name(name: str) -> str:
@@ -123,7 +128,7 @@ def build_rule(graph) -> FusionRule:
                                   tuple(out.origin_shape) if out.origin_shape else None) if name else None)
         if not outputs and not have_origin:
             outputs.append(Origin(info.name, None))  # type: ignore[arg-type]
-        inputs = [i for i in info.inputs if i and not i.endswith(":-1")]
+        inputs = [_LXSLICE.sub("", i) if "_lxslice" in i else i for i in info.inputs if i and not i.endswith(":-1")]
         l1_no = info.l1_fusion_sub_graph_no or ""
         key = _group_key(info.name, l1_no, originals)
         op_to_group[info.name] = key
@@ -238,15 +243,26 @@ def _pre_op(rule: FusionRule, op: RuleOp, index: int) -> tuple[RuleOp, int]:
 
 @dataclass
 class SideIndex:
-    """Dump files of one side by lookup name: newest last (msaccucmp uses the newest)."""
+    """Dump files of one side by lookup name: newest last (msaccucmp uses the newest), or for an FFTS+ op its
+    thread files in msaccucmp's order, read together as a :class:`~fusebisect.compare.ffts.ThreadGroup`."""
 
-    files: dict[str, list]          # lookup name -> [DumpEntry...] sorted by timestamp
+    files: dict[str, list]          # lookup name -> [DumpEntry...] sorted by timestamp (FFTS+: thread order)
     golden: dict[tuple[str, int], object] | None = None   # npy golden: (lookup name, idx) -> GoldenEntry
+    threads: dict[str, object] = field(default_factory=dict)   # lookup name -> ThreadGroup (FFTS+ ops)
+    notes: list[str] = field(default_factory=list)             # files left out, and why
+
+    def entry(self, key: str):
+        """What the engine reads for lookup name ``key``: the ThreadGroup of an FFTS+ op, else the newest dump
+        entry; None if there is none."""
+        group = self.threads.get(key)
+        if group is not None:
+            return group
+        entries = self.files.get(key)
+        return entries[-1] if entries else None
 
     def newest(self, op_name: str):
-        """The newest dump entry for ``op_name`` or None."""
-        entries = self.files.get(lookup_name(op_name))
-        return entries[-1] if entries else None
+        """What the engine reads for ``op_name`` (see :meth:`entry`), or None."""
+        return self.entry(lookup_name(op_name))
 
     def npy(self, op_name: str, index: int):
         """The newest golden .npy entry for ``op_name`` output ``index`` or None."""
@@ -255,16 +271,31 @@ class SideIndex:
         return self.golden.get((lookup_name(op_name), index))
 
 
-def index_tree(tree) -> SideIndex:
-    """Indexes a :class:`DumpTree` by op name (Opdebug files skipped). Returns a :class:`SideIndex`."""
+def index_tree(tree, *, graph: bool = False, direct: bool = False) -> SideIndex:
+    """Indexes a :class:`DumpTree` by op name (Opdebug files skipped). FFTS+ thread files are filed under the op
+    name msaccucmp gives them (``ffts.op_key``; ``graph``: a fusion-rule graph is used, ``direct``:
+    msaccucmp ``-ffts``) and grouped. Returns a :class:`SideIndex`; never raises."""
+    from fusebisect.compare import ffts
+
     files: dict[str, list] = {}
+    notes: list[str] = []
     for entry in tree.entries:
         if entry.op_type == "Opdebug":
             continue
-        files.setdefault(lookup_name(entry.op_name), []).append(entry)
-    for entries in files.values():
+        key = ffts.op_key(entry.op_name, graph=graph, direct=direct)
+        if key is None:
+            notes.append(f"{entry.path}: skipped, as msaccucmp does: the op name keeps an _lxslice field "
+                         "that is not at its end")
+            continue
+        files.setdefault(lookup_name(key), []).append(entry)
+    threads: dict[str, object] = {}
+    for key, entries in files.items():
         entries.sort(key=lambda e: e.timestamp)
-    return SideIndex(files)
+        mode = ffts.task_mode(entries[-1].name)
+        if mode != ffts.NORMAL:
+            entries[:] = ffts.thread_order(entries, mode)
+            threads[key] = ffts.ThreadGroup(key, mode, entries)
+    return SideIndex(files, threads=threads, notes=notes)
 
 
 def index_golden(golden: dict) -> SideIndex:
@@ -274,7 +305,7 @@ def index_golden(golden: dict) -> SideIndex:
 
 def npu_vs_npu_groups(my: SideIndex, golden: SideIndex) -> list[tuple[int, str, object, object]]:
     """msaccucmp's graph-less pairing: [(index, op_name, my_entry|None, golden_entry|None)], my ops first
-    by execution time, then golden-only ops."""
+    by execution time, then golden-only ops. An entry is what :meth:`SideIndex.entry` gives."""
     order: list[tuple[int, str]] = []
     for key, entries in my.files.items():
         order.append((entries[-1].timestamp, key))
@@ -282,17 +313,16 @@ def npu_vs_npu_groups(my: SideIndex, golden: SideIndex) -> list[tuple[int, str, 
     result: list[tuple[int, str, object, object]] = []
     names: dict[str, int] = {}
     for _, key in order:
-        entry = my.files[key][-1]
         names[key] = len(result)
-        result.append((len(result), entry.op_name, entry, None))
+        result.append((len(result), key, my.entry(key), None))
     golden_order = sorted((entries[-1].timestamp, key) for key, entries in golden.files.items())
     extra = len(result)
     for _, key in golden_order:
-        entry = golden.files[key][-1]
+        entry = golden.entry(key)
         if key in names:
             idx = names[key]
             result[idx] = (result[idx][0], result[idx][1], result[idx][2], entry)
         else:
-            result.append((extra, entry.op_name, None, entry))
+            result.append((extra, key, None, entry))
             extra += 1
     return result

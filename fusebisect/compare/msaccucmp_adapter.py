@@ -67,8 +67,10 @@ def _flat_dir(path: Path, workdir: Path, label: str) -> Path:
 
 def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, algorithms=None,
                   cosine: float = 0.99, max_abs_error: float | None = None, env: dict | None = None,
-                  timeout: float | None = None) -> CompareReport:
+                  timeout: float | None = None, ffts_direct: bool = False) -> CompareReport:
     """Runs ``msaccucmp.py compare`` on the two sides and returns its result as a :class:`CompareReport`.
+
+    ``ffts_direct`` passes ``-ffts`` (FFTS+ thread files keep their op names).
 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
@@ -92,6 +94,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             argv += ["-cf", str(write_atc_json(close, work / "golden_graph.json"))]
         if algorithms:
             argv += ["-alg", ",".join(algorithms)]
+        if ffts_direct:
+            argv.append("-ffts")
         out = work / "out"
         argv += ["-out", str(out)]
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
