@@ -219,3 +219,49 @@ def test_engine_msaccucmp_matches_native(msaccucmp, network, capsys):
         ref = json.loads(capsys.readouterr().out)
         assert (rc_native, native["rows"]) == (rc_ref, ref["rows"])
         assert (native["first_divergence"] or {}).get("tensor") == (ref["first_divergence"] or {}).get("tensor")
+
+
+def test_nd_tensors_show_the_shape_msaccucmp_shows(msaccucmp, tmp_path):
+    """With a graph, msaccucmp compares an ND tensor as stored (flat) and writes that shape; an NCHW one is
+    converted to the golden layout first (the cases above)."""
+    rng = np.random.default_rng(3)
+    gold = {"a": rng.standard_normal((6, 4)).astype(np.float32), "b": rng.standard_normal((2, 3, 4)).astype(np.float32)}
+    ts = {"a": 1700000000000001, "b": 1700000000000002}
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "my").mkdir()
+    for k, v in gold.items():
+        np.save(tmp_path / "gold" / f"{k}.0.{ts[k]}.npy", v)
+
+    def nd(x):
+        return TensorSpec(x, format=2, original_shape=x.shape, address=0x1000)
+
+    write_dump(tmp_path / "my" / f"Data.a.0.0.{ts['a']}", op_name="a", inputs=[], outputs=[nd(gold["a"] + 1e-3)],
+               encoding="nano")
+    write_dump(tmp_path / "my" / f"MatMul.b.1.0.{ts['b']}", op_name="b", inputs=[nd(gold["a"])],
+               outputs=[nd(gold["b"])], encoding="nano")
+
+    def desc(shape):
+        return {"dtype": "DT_FLOAT", "shape": {"dim": list(shape)}, "layout": "ND",
+                "attr": [{"key": "origin_format", "value": {"s": "ND"}},
+                         {"key": "origin_shape", "value": {"list": {"val_type": 2, "i": list(shape)}}}]}
+
+    def op(name, typ, i, inputs, shape):
+        return {"name": name, "type": typ, "id": i, "input": inputs, "output_desc": [desc(shape)],
+                "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": [name]}}}]}
+
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [op("a", "Data", 0, [], (6, 4)),
+                                                               op("b", "MatMul", 1, ["a:0"], (2, 3, 4))]}]}))
+    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
+                         "-out", str(tmp_path / "ref"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
+                 "--csv", str(tmp_path / "ours.csv")]) == 0
+    got = _read(tmp_path / "ours.csv")
+    shape = ref[0].index("Shape")
+    assert [row[shape] for row in got[1:]] == [row[shape] for row in ref[1:]] == ["[24]", "[24]", "[24]"]
+    for ref_row, got_row in zip(ref[1:], got[1:]):
+        for column, a, b in zip(ref[0], ref_row, got_row):
+            if column != "CompareFailReason":
+                assert _same_cell(a, b, column), (column, ref_row, got_row)

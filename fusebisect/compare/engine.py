@@ -709,6 +709,9 @@ def _fail_row(ctx, op, entry, record, tensor, texts, reason) -> CompareRow:
                       ctx.originals.get(op.name, []), entry.timestamp)
 
 
+_CONVERTED_TO_ND = ("FRACTAL_NZ", "NDC1HWC0")   # formats msaccucmp converts even towards ND
+
+
 def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Origin, op_type, my_text, golden_ops,
                 pass_names, ub_pass_name, originals) -> CompareRow:
     op_name = dump.op_name or entry.op_name
@@ -757,7 +760,10 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
             return fail(f"[{op_name}] Due to the different shapes on the left and right,the left dump data{sx} can "
                         f"not be compared to the right dump data{sy}. Please check the batch of the dump data or "
                         f"the shape may be changed due to optimization.")
-        shape = tuple(x.shape)
+        # msaccucmp converts my tensor only towards a non-ND golden format (or from FRACTAL_NZ/NDC1HWC0) and
+        # otherwise compares (and shows) the dump's data as stored: flat (TensorConversion._convert_shape)
+        converted = not scalar_device and (golden_format != "ND" or record.format_name in _CONVERTED_TO_ND)
+        shape = tuple(x.shape) if converted else (int(x.size),)
     except (DumpFormatError, ValueError) as exc:
         return fail(str(exc))
     row = CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, {}, "",
