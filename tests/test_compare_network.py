@@ -265,3 +265,53 @@ def test_nd_tensors_show_the_shape_msaccucmp_shows(msaccucmp, tmp_path):
         for column, a, b in zip(ref[0], ref_row, got_row):
             if column != "CompareFailReason":
                 assert _same_cell(a, b, column), (column, ref_row, got_row)
+
+
+LAYOUT_CASES = {
+    # my device format, graph origin format/shape, layout of the golden .npy, origin name on the output desc
+    "5hd_label_nhwc_npy_nchw": (3, "NHWC", (1, 4, 5, 3), "NCHW", True),
+    "5hd_label_nhwc_npy_nchw_no_origin_name": (3, "NHWC", (1, 4, 5, 3), "NCHW", False),
+    "5hd_label_nchw_npy_nhwc": (3, "NCHW", (1, 3, 4, 5), "NHWC", True),
+    "nchw_dump_nhwc_golden": (0, "NHWC", (1, 4, 5, 3), "NHWC", True),
+    "nchw_dump_hwcn_golden_unsupported": (0, "HWCN", (4, 5, 3, 1), "HWCN", True),
+}
+
+
+@pytest.mark.parametrize("case", list(LAYOUT_CASES))
+def test_layouts_are_converted_as_msaccucmp_converts_them(msaccucmp, tmp_path, case):
+    """A golden labelled NHWC whose .npy holds NCHW (or the reverse) is read in the .npy's layout; a plain
+    NCHW dump is transposed to an NHWC golden; the origin format counts even without an origin name."""
+    fmt, label, label_shape, stored, named = LAYOUT_CASES[case]
+    nchw = np.random.default_rng(5).standard_normal((1, 3, 4, 5)).astype(np.float32)
+    golden = {"NCHW": nchw, "NHWC": nchw.transpose(0, 2, 3, 1), "HWCN": nchw.transpose(2, 3, 1, 0)}[stored]
+    ts = 1700000000000001
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "my").mkdir()
+    np.save(tmp_path / "gold" / f"a.0.{ts}.npy", np.ascontiguousarray(golden))
+    device = from_original(nchw, "NC1HWC0") if fmt == 3 else nchw
+    original = label_shape if fmt == 3 else nchw.shape
+    write_dump(tmp_path / "my" / f"Conv2D.a.0.0.{ts}", op_name="a", inputs=[],
+               outputs=[TensorSpec(device, format=fmt, original_shape=original, address=0x1000)], encoding="nano")
+    attr = [{"key": "origin_format", "value": {"s": label}},
+            {"key": "origin_shape", "value": {"list": {"val_type": 2, "i": list(label_shape)}}}]
+    if named:
+        attr = [{"key": "_datadump_origin_name", "value": {"s": "a"}},
+                {"key": "_datadump_origin_output_index", "value": {"i": 0}}] + attr
+    desc = {"dtype": "DT_FLOAT", "shape": {"dim": list(label_shape)}, "layout": label, "attr": attr}
+    op = {"name": "a", "type": "Conv2D", "id": 0, "input": [], "output_desc": [desc],
+          "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": ["a"]}}}]}
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [op]}]}))
+    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
+                         "-out", str(tmp_path / "ref"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
+                 "--csv", str(tmp_path / "ours.csv")]) in (0, 1)
+    got = _read(tmp_path / "ours.csv")
+    assert len(got) == len(ref) == 2
+    for column, a, b in zip(ref[0], ref[1], got[1]):
+        if column != "CompareFailReason":
+            assert _same_cell(a, b, column), (case, column, ref[1], got[1])
+    cosine = got[1][ref[0].index("CosineSimilarity")]
+    assert (cosine == "NaN") if "unsupported" in case else float(cosine) == pytest.approx(1.0)

@@ -710,6 +710,20 @@ def _fail_row(ctx, op, entry, record, tensor, texts, reason) -> CompareRow:
 
 
 _CONVERTED_TO_ND = ("FRACTAL_NZ", "NDC1HWC0")   # formats msaccucmp converts even towards ND
+_LAYOUTS_4D = ("NCHW", "NHWC", "HWCN")
+_PLAIN_CONVERSIONS = {("HWCN", "NCHW"), ("HWCN", "NHWC"), ("NCHW", "NHWC"), ("NHWC", "NCHW"), ("NHWC", "HWCN")}
+
+
+def _layout_as_stored(fmt: str, recorded: tuple, stored: tuple) -> tuple[str, tuple]:
+    """msaccucmp's ``_change_format_by_origin_shape``: a 4-D NHWC (NCHW) golden whose .npy holds the NCHW (NHWC)
+    permutation of the recorded shape is read in the layout the .npy has. Returns (format, shape to convert to)."""
+    if len(recorded) == 4 and len(stored) == 4 and recorded != stored:
+        n, a, b, c = recorded
+        if fmt == "NHWC" and stored == (n, c, a, b):
+            return "NCHW", stored
+        if fmt == "NCHW" and stored == (n, b, c, a):
+            return "NHWC", stored
+    return fmt, recorded
 
 
 def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Origin, op_type, my_text, golden_ops,
@@ -746,6 +760,8 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
         if golden_dtype in ("bfloat16",) or y.dtype.name in _FLOAT32_READ:
             y = y.astype(np.float32)
         golden_shape = tuple(record.original_shape) if record.original_shape else tuple(y.shape)
+        if ctx.golden_npy:
+            golden_format, golden_shape = _layout_as_stored(golden_format, golden_shape, tuple(y.shape))
         x = record.array()
         if x.dtype.name in _FLOAT32_READ:
             x = x.astype(np.float32)
@@ -754,6 +770,13 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
         if record.format_name in PRIVATE_FORMATS and not scalar_device:
             x = _to_original(x, record.format_name, golden_shape,
                              None if golden_format in PRIVATE_FORMATS else golden_format, record.sub_format)
+        elif (not scalar_device and record.format_name != golden_format and record.format_name in _LAYOUTS_4D
+              and golden_format in _LAYOUTS_4D):
+            # msaccucmp converts a plain 4-D layout to the golden's (its builtin NCHW/NHWC/HWCN converters)
+            if (record.format_name, golden_format) not in _PLAIN_CONVERSIONS:
+                return fail(f"[{op_name}] The format conversion from {record.format_name} to {golden_format} is "
+                            f"not supported.")
+            x = _to_original(x, record.format_name, None, golden_format)
         if x.size != y.size:
             sx = "(" + ",".join(map(str, x.shape)) + ")"
             sy = "(" + ",".join(map(str, y.shape)) + ")"

@@ -115,6 +115,7 @@ def build_rule(graph) -> FusionRule:
     groups: dict[object, list[RuleOp]] = {}
     op_to_group: dict[str, object] = {}
     op_list: list[RuleOp] = []
+    described: dict[str, list[tuple[str | None, tuple | None]]] = {}   # op -> each output's (format, shape)
     for position, info in enumerate(graph.ops):
         have_origin = bool(info.original_op_names)
         originals = list(info.original_op_names) if have_origin else [info.name]
@@ -124,8 +125,9 @@ def build_rule(graph) -> FusionRule:
             if not name and not have_origin:
                 name = info.name
             index = out.origin_output_index if out.origin_output_index is not None else out_index
-            outputs.append(Origin(name, index, out.origin_format or None,
-                                  tuple(out.origin_shape) if out.origin_shape else None) if name else None)
+            desc = (out.origin_format or None, tuple(out.origin_shape) if out.origin_shape else None)
+            described.setdefault(info.name, []).append(desc)
+            outputs.append(Origin(name, index, *desc) if name else None)
         if not outputs and not have_origin:
             outputs.append(Origin(info.name, None))  # type: ignore[arg-type]
         inputs = [_LXSLICE.sub("", i) if "_lxslice" in i else i for i in info.inputs if i and not i.endswith(":-1")]
@@ -147,7 +149,9 @@ def build_rule(graph) -> FusionRule:
     # rename nodes: a single op whose only original name is its group name fills empty origins with that name
     for key, ops in groups.items():
         if len(ops) == 1 and len(ops[0].original_op_names) == 1 and key == ops[0].original_op_names[0]:
-            ops[0].outputs = [o if o is not None else Origin(ops[0].original_op_names[0], i)
+            # (an output without an origin name keeps its origin format and shape, as msaccucmp's OutputDesc)
+            desc = described.get(ops[0].name, [])
+            ops[0].outputs = [o if o is not None else Origin(ops[0].original_op_names[0], i, *desc[i])
                               for i, o in enumerate(ops[0].outputs)] or [Origin(ops[0].original_op_names[0], None)]
     op_list.sort(key=lambda o: o.sequence)
     return FusionRule(groups, op_to_group, op_list)
