@@ -315,3 +315,52 @@ def test_layouts_are_converted_as_msaccucmp_converts_them(msaccucmp, tmp_path, c
             assert _same_cell(a, b, column), (case, column, ref[1], got[1])
     cosine = got[1][ref[0].index("CosineSimilarity")]
     assert (cosine == "NaN") if "unsupported" in case else float(cosine) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("dumped", ["all", "not_the_middle", "none_of_the_subgraph"])
+def test_l1_fusion_compares_only_the_first_and_last_dumped_op(msaccucmp, tmp_path, dumped):
+    """In an L1 fusion sub-graph msaccucmp trusts only the newest op dump (complete outputs) and the oldest
+    (complete inputs); the ops between are not compared, and a sub-graph without dumps is one failed row."""
+    rng = np.random.default_rng(2)
+    shape = (1, 2, 4, 4)
+    order = ["input", "conv1", "bn1", "relu1"]
+    gold = {k: rng.standard_normal(shape).astype(np.float32) for k in order}
+    my = {k: v + np.float32(0.3 if k == "bn1" else 1e-3) * rng.standard_normal(shape).astype(np.float32)
+          for k, v in gold.items()}
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "my").mkdir()
+    for i, k in enumerate(order):
+        np.save(tmp_path / "gold" / f"{k}.0.{TS[k]}.npy", gold[k])
+        if (dumped == "not_the_middle" and k == "bn1") or (dumped == "none_of_the_subgraph" and k != "input"):
+            continue
+        ins = [] if k == "input" else [TensorSpec(my[PRODUCER[k]], format=0, original_shape=shape, address=0x1000)]
+        write_dump(tmp_path / "my" / f"{TYPES[k]}.{k}.{i}.0.{TS[k]}", op_name=k, inputs=ins,
+                   outputs=[TensorSpec(my[k], format=0, original_shape=shape, address=0x2000)], encoding="nano")
+
+    def op(name, i, inputs, l1):
+        attr = [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": [name]}}}]
+        if l1:
+            attr.append({"key": "_L1_fusion_sub_graph_no", "value": {"s": l1}})
+        return {"name": name, "type": TYPES[name], "id": i, "input": inputs, "attr": attr,
+                "output_desc": [_desc(shape, name)]}
+
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [
+        op("input", 0, [], None), op("conv1", 1, ["input:0"], "7"), op("bn1", 2, ["conv1:0"], "7"),
+        op("relu1", 3, ["bn1:0"], "7")]}]}))
+    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
+                         "-out", str(tmp_path / "ref"))
+    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
+                 "--csv", str(tmp_path / "ours.csv")]) in (0, 1)
+    got = _read(tmp_path / "ours.csv")
+    assert len(got) == len(ref), (got, ref, proc.stdout[-1000:])
+    for ref_row, got_row in zip(ref[1:], got[1:]):
+        for column, a, b in zip(ref[0], ref_row, got_row):
+            assert _same_cell(a, b, column), (dumped, column, ref_row, got_row)
+    tensors = [row[ref[0].index("TensorIndex")] for row in got[1:]]
+    assert not any(t.startswith("bn1:") for t in tensors)
+    if dumped == "none_of_the_subgraph":
+        assert got[-1][-1] == "The fusion operator list is empty"
+    else:
+        assert "relu1:output:0" in tensors and "conv1:input:0" in tensors

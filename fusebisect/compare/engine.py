@@ -637,8 +637,15 @@ def _group(ctx: _Context, key) -> list[CompareRow]:
     if multi:
         my_text, golden_text = mp.left_right_strings(ops)
     rows: list[CompareRow] = []
+    if rel == "L1Fusion":
+        ops = _l1_compared_ops(ctx, ops)
+        if not ops:   # none of the sub-graph's ops was dumped
+            op = ctx.rule.groups[key][0]
+            row = _missing_my_row(ctx, op, (my_text, golden_text.split(",")))
+            row.fail_reason = "The fusion operator list is empty"
+            return [row]
     for op in ops:
-        if multi and op.is_inner_node():
+        if multi and rel != "L1Fusion" and op.is_inner_node():
             continue
         if multi:
             texts = (my_text, golden_text.split(",") if golden_text else ["*"])
@@ -651,6 +658,22 @@ def _group(ctx: _Context, key) -> list[CompareRow]:
         op = ops[0]
         rows.append(_missing_my_row(ctx, op, (my_text, golden_text.split(","))))
     return rows
+
+
+def _l1_compared_ops(ctx: _Context, ops: list) -> list:
+    """msaccucmp's ``_compare_for_l1_fusion``: of an L1 fusion sub-graph, only the dumped op with the newest dump
+    (its outputs are complete) and, when its original ops differ from that one's, the dumped op with the oldest
+    (its inputs are complete) are compared."""
+    dumped = []
+    for op in ops:
+        entry = ctx.my.newest(op.name)
+        if entry is not None:
+            dumped.append((entry.timestamp, op))
+    if not dumped:
+        return []
+    dumped.sort(key=lambda item: item[0])
+    first, last = dumped[0][1], dumped[-1][1]
+    return ([first] if first.original_op_names != last.original_op_names else []) + [last]
 
 
 def _missing_my_row(ctx, op, texts) -> CompareRow:
