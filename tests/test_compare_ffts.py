@@ -14,7 +14,7 @@ writes it) and a plain golden run (binary dumps of the whole tensors, plus golde
 
 msaccucmp parses binary dumps with CANN's ``libascend_dump_parser.so`` (header protobuf -> JSON), which is not
 installed here; the peer runs the real msaccucmp with only that one function replaced by the same conversion
-in Python (``_SHIM``). Every FFTS+ rule under test (file grouping, sorting, merging, fallback) is its own code.
+in Python (``Msaccucmp.run_parsing_binary`` in conftest). Every FFTS+ rule under test (file grouping, sorting, merging, fallback) is its own code.
 """
 
 from __future__ import annotations
@@ -42,58 +42,9 @@ TS = 1700000000000000
 SGT = "partition0_sub_graph1_sgt_graph_0_"
 ATTR = "_sgt_json_info"
 
-# msaccucmp with CANN's header parser (ParseDumpProtoToJson in libascend_dump_parser.so) done in Python
-_SHIM = r'''
-import os, runpy, struct, sys
-script = sys.argv[1]
-sys.argv = [script] + sys.argv[2:]
-sys.path.insert(0, os.path.dirname(script))
-from dump_parse import big_dump_data
-from fusebisect.proto import dump_data_pb2
-
-
-def _shape(shape):
-    return {"dim": [int(d) for d in shape.dim]}
-
-
-def _tensor(t, output):
-    item = {"data_type": int(t.data_type), "format": int(t.format), "shape": _shape(t.shape),
-            "original_shape": _shape(t.original_shape), "size": int(t.size), "address": int(t.address),
-            "sub_format": int(t.sub_format)}
-    if output and t.HasField("original_op"):
-        item["original_op"] = {"name": t.original_op.name, "output_index": int(t.original_op.output_index),
-                               "data_type": int(t.original_op.data_type), "format": int(t.original_op.format)}
-    return item
-
-
-def _parse_dump_to_json(self):
-    with open(self.dump_file_path, "rb") as handle:
-        length = struct.unpack("<Q", handle.read(8))[0]
-        msg = dump_data_pb2.DumpData()
-        msg.ParseFromString(handle.read(length))
-    self.dump_json_data = {
-        "version": msg.version, "dump_time": int(msg.dump_time), "op_name": msg.op_name,
-        "input": [_tensor(t, False) for t in msg.input], "output": [_tensor(t, True) for t in msg.output],
-        "buffer": [{"buffer_type": int(b.buffer_type), "size": int(b.size)} for b in msg.buffer],
-        "space": [{"size": int(s.size)} for s in msg.space],
-        "attr": [{"name": a.name, "value": a.value} for a in msg.attr]}
-
-
-big_dump_data.BigDumpDataParser._parse_dump_to_json = _parse_dump_to_json
-runpy.run_path(script, run_name="__main__")
-'''
-
-
-def _run_peer(msaccucmp, tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    shim = tmp / "msaccucmp_with_header_parser.py"
-    shim.write_text(_SHIM)
-    return subprocess.run([sys.executable, str(shim), str(msaccucmp.script), *args], env=msaccucmp.env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def _peer_csv(msaccucmp, tmp: Path, *args: str) -> list[list[str]]:
     out = tmp / "peer"
-    proc = _run_peer(msaccucmp, tmp, "compare", *args, "-out", str(out))
+    proc = msaccucmp.run_parsing_binary("compare", *args, "-out", str(out), timeout=300)
     csvs = sorted(out.glob("result_*.csv")) if out.is_dir() else []
     # a nonzero status only passes on the error code of an op that could not be compared (mm here)
     assert csvs and "Traceback" not in proc.stderr and "Basic error" not in proc.stdout, \
