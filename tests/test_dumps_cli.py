@@ -125,3 +125,26 @@ def test_real_msaccucmp_reads_our_nano_file(tmp_path, msaccucmp):
     np.testing.assert_array_equal(np.load(out / f"{name}.input.0.npy"), x)
     np.testing.assert_array_equal(np.load(out / f"{name}.input.1.npy"), w)
     np.testing.assert_array_equal(np.load(out / f"{name}.output.0.npy"), y)
+
+
+def test_dump_convert_writes_buffers_and_workspaces_like_msaccucmp(msaccucmp, tmp_path, capsys):
+    """Same files, same bytes as the real msaccucmp's convert (binary dump: its header parser done in Python)."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    path = write_dump(tmp_path / "dump" / "Add.add1.1.0.1700000000000001", op_name="add1",
+                      inputs=[TensorSpec(x)], outputs=[TensorSpec(x * 2)],
+                      buffers=[b"\x01\x02\x03", np.arange(5, dtype=np.uint8)], spaces=[b"workspace bytes"])
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    rc, out, _ = _run(capsys, "dump", "convert", str(path), "--out", str(ours), "--json")
+    assert rc == 0
+    assert sorted(f["tensor"] for f in json.loads(out)["files"]) == [
+        "input.0", "l1buffer.0", "l1buffer.1", "output.0", "space.0"]
+    proc = msaccucmp.run_parsing_binary("convert", "-d", str(path), "-out", str(theirs))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    names = sorted(p.name for p in theirs.iterdir() if p.suffix == ".bin")
+    assert names == sorted(p.name for p in ours.iterdir() if p.suffix == ".bin") == [
+        f"{path.name}.l1buffer.0.bin", f"{path.name}.l1buffer.1.bin", f"{path.name}.space.0.bin"]
+    for name in names:
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes()
+    assert (ours / f"{path.name}.space.0.bin").read_bytes() == b"workspace bytes"
+    for name in (f"{path.name}.input.0.npy", f"{path.name}.output.0.npy"):
+        np.testing.assert_array_equal(np.load(ours / name), np.load(theirs / name))

@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # numpy is imported by the command that needs it, not at CLI 
 
 HELP = (
     "Write every input and output of a dump file (or of every dump under a directory) as "
-    "[bold]{dumpfile}.{input|output}.{i}.npy[/bold] in OUT (msaccucmp's naming).\n\n"
+    "[bold]{dumpfile}.{input|output}.{i}.npy[/bold] in OUT, and its L1 buffers and workspaces as raw "
+    "[bold]{dumpfile}.l1buffer.{i}.bin[/bold] / [bold]{dumpfile}.space.{i}.bin[/bold] (msaccucmp's naming).\n\n"
     "Tensors stay in device layout unless [bold]--format[/bold] is given: ORIGINAL undoes the private format "
     "(NC1HWC0 -> NCHW, FRACTAL_Z -> NCHW, FRACTAL_NZ -> ND, NDC1HWC0 -> NCDHW, C1HWNCoC0 -> HWCN) and removes "
     "padding using the dump's original shape; a layout name (NCHW, NHWC, HWCN, ...) converts to ORIGINAL and "
@@ -58,7 +59,8 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
 
 
 def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
-    """Convert one dump file; return one {"source","tensor","path","shape","dtype"} per file written.
+    """Convert one dump file (tensors as .npy, buffers and workspaces as raw .bin); return one
+    {"source","tensor","path","shape","dtype"} per file written.
 
     Raises DumpFormatError if the dump cannot be read or converted; OSError on write failure.
     """
@@ -78,6 +80,14 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
         atomic_write_bytes(target, _npy_bytes(arr))
         written.append({"source": str(path), "tensor": f"{rec.kind}.{rec.index}", "path": str(target),
                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
+    # buffers (L1, the only buffer type) and workspaces as raw bytes, named as msaccucmp's convert names them
+    for rec, label in [(b, f"l1buffer.{b.index}") for b in dump.buffers] + [(w, f"space.{w.index}")
+                                                                            for w in dump.spaces]:
+        data = rec.raw()
+        target = out / f"{path.name}.{label}.bin"
+        atomic_write_bytes(target, data.tobytes())
+        written.append({"source": str(path), "tensor": label, "path": str(target), "shape": [int(data.size)],
+                        "dtype": "uint8"})
     return written
 
 
