@@ -298,6 +298,26 @@ def t9(scale):
         row(f"T9 P={workers} workers k=1 n=300: runs", "(cost)", ex, "info", "")
 
 
+def flaky_pairs(scale):
+    """Two independent culprits with --flaky: both named, one named (the other missed), or a wrong rule."""
+    cands = names(100)
+    rng = random.Random(12)
+    both = one = wrong = 0
+    ex = []
+    trials = 200 * scale // 10 if scale < 10 else 200
+    for t in range(trials):
+        pair = rng.sample(cands, 2)
+        s = Search(cands, flaky=True, seed=t)
+        drive(s, SimTarget(cands, [frozenset({pair[0]}), frozenset({pair[1]})], flip=0.05, seed=20_000 + t))
+        named = {c.rules[0] for c in s.result.culprits}
+        both += named == set(pair)
+        one += len(named) == 1 and named <= set(pair)
+        wrong += not named <= set(pair)
+        ex.append(s.result.executions)
+    row("flaky p=0.05, two culprits n=100 (--flaky)", "(info)", ex, "info",
+        f"{both / trials:.3f} both, {one / trials:.3f} one, {wrong} wrong")
+
+
 def undeclared_noise(scale):
     cands = names(300)
     rng = random.Random(11)
@@ -555,6 +575,7 @@ def main(argv=None) -> int:
     t8(1 if args.quick else 3, dups)
     t9(1)
     undeclared_noise(scale)
+    flaky_pairs(scale)
     w = [max(len(r[i]) for r in ROWS + [("scenario", "target", "mean / median / max", "accuracy", "")])
          for i in range(5)]
     head = ("scenario", "target", "mean / median / max", "accuracy", "verdict")

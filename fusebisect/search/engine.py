@@ -61,7 +61,10 @@ When verdicts contradict each other (or with ``flaky=True`` from the start) the 
 aware mode: a Bayesian posterior over "rule i is the culprit" (either direction, plus "nothing wrong" and
 "always bad") with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
 1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
-were observed. Below that, after ``max_executions``, the verdict is inconclusive.
+were observed. Below that, after ``max_executions``, the verdict is inconclusive. Then, as in Go's loop,
+if the run with that culprit off was BAD twice (a majority of up to three runs), the search goes on over the
+other rules with it kept off, from the runs that had it off, until "nothing more" reaches ``confidence``
+(each culprit sought has its own run budget).
 """
 
 from __future__ import annotations
@@ -314,9 +317,9 @@ class Search:
         self._batch = []
         self._phase = "done"
 
-    def _cap(self) -> int:
-        if self._noisy:
-            default = self._noisy_start + math.ceil(3 * math.log2(max(2, self._n)) + 30)
+    def _cap(self, named: int = 0) -> int:
+        if self._noisy:   # a budget per culprit sought (``named`` found so far)
+            default = self._noisy_start + (1 + named) * math.ceil(3 * math.log2(max(2, self._n)) + 30)
         else:
             default = 4 * self._n + 64
         return self.max_executions if self.max_executions is not None else default
@@ -642,34 +645,81 @@ class Search:
         if gates:
             yield from self._test_offs(gates, retries=1)
         self._phase = "noisy"
+        found: list[tuple[int, float]] = []     # forward culprits named so far: (rule index, posterior)
+        found_mask = 0
         while True:
-            post = self._post.probabilities()
+            model, rest = self._level_model(found_mask)
+            post = model.probabilities()
             top = int(post.argmax())
             p = float(post[top])
             self._left = int((post > 0.01).sum())
-            cap = self._cap()
+            cap = self._cap(len(found))
+            m = model.n
+            if found and top >= m and p >= self.confidence:
+                # "nothing more" (or a picture no further culprit explains): the culprits found are the answer
+                if top != 2 * m:
+                    self._notes.append("after the culprits found, no further single culprit explains the runs")
+                return self._noisy_found(found)
             if p >= self.confidence:
-                missing = [(off, role) for off, role in self._confirm_configs(top) if not self._decided(off)
+                g = rest[top] if found else top
+                configs = self._confirm_configs(g) if not found else \
+                    [(self._all ^ (1 << g), "confirm"), (found_mask | (1 << g), "verify")]
+                missing = [(off, role) for off, role in configs if not self._decided(off)
                            and not self._known_invalid_off(off)]
                 if missing and self.executions + len(missing) <= cap:
                     self._phase = "confirm"
                     yield missing[:self.workers]
                     continue
-                return self._noisy_result(top, p)
+                if not found and g >= self._n:
+                    return self._noisy_result(g, p)
+                # Go's loop: with this culprit off, is the job still bad? Only then look for another one. A
+                # BAD verdict there must be seen twice (a majority of up to three runs) before the search goes on.
+                lfm = found_mask | (1 << g)
+                decided = [o for o in self._obs.get(lfm, ()) if o in (Outcome.GOOD, Outcome.BAD)]
+                bad = decided.count(Outcome.BAD)
+                if bad >= len(decided) - bad and bad < 2 and len(decided) < 3 and self.executions < cap:
+                    self._phase = "verify"
+                    yield [(lfm, "repeat")]
+                    continue
+                if bad >= 2 and bad > len(decided) - bad:
+                    found.append((g, p))
+                    found_mask |= 1 << g
+                    self._notes.append(f"with {self.candidates[g]} off the job was still bad: looking for more")
+                    continue
+                return self._noisy_found(found + [(g, p)]) if found else self._noisy_result(g, p)
             if self.executions >= cap:
+                if found:
+                    self._notes.append("stopped at the run budget before ruling out more culprits")
+                    return self._noisy_found(found)
                 return self._noisy_result(top, p, exhausted=True)
             picks: list[tuple[int, str]] = []
-            for _q, on in self._post.queries(post, count=self.workers):
-                off = self._all ^ mask_of(on)
+            for _q, on in model.queries(post, count=self.workers):
+                off = self._all ^ mask_of(rest[j] for j in on) if found else self._all ^ mask_of(on)
                 if self._known_invalid_off(off) or any(off == o for o, _ in picks):
                     continue
                 picks.append((off, "repeat" if off in self._obs else "search"))
                 if len(picks) >= min(self.workers, cap - self.executions):
                     break
             if not picks:
+                if found:
+                    return self._noisy_found(found)
                 return self._noisy_result(top, p, exhausted=True)
             self._phase = "noisy"
             yield picks
+
+    def _level_model(self, found_mask: int) -> tuple[Posterior, list[int]]:
+        """The posterior to search with: the running one before any culprit is named; after that, one over the
+        remaining rules built from the runs that had every named culprit off (its "nothing wrong" hypothesis
+        is "no further culprit"). Returns (posterior, remaining rule indices; [] before any culprit)."""
+        if not found_mask:
+            return self._post, []
+        rest = [i for i in range(self._n) if not (found_mask >> i) & 1]
+        where = {g: j for j, g in enumerate(rest)}
+        model = Posterior(len(rest))
+        for off, outcome in self._history:
+            if outcome in (Outcome.GOOD, Outcome.BAD) and off & found_mask == found_mask:
+                model.add([where[g] for g in bits_of(off) if g in where], outcome is Outcome.BAD)
+        return model, rest
 
     def _known_invalid_off(self, off: int) -> bool:
         obs = self._obs.get(off, ())
@@ -718,6 +768,15 @@ class Search:
             return self._det_result()
         return self._result("inconclusive", [], f"Stopped at the execution budget ({self._cap()}) "
                             "before a culprit was isolated.")
+
+    def _noisy_found(self, found: list[tuple[int, float]]) -> SearchResult:
+        """The result of the noise-aware mode once one or more forward culprits were named, in order."""
+        culprits = [Culprit(rules=(self.candidates[g],), confidence=round(p, 4), direction="on") for g, p in found]
+        union = mask_of(g for g, _ in found)
+        boundary = (self._names(union), self._names(union & ~(1 << found[-1][0])))
+        names = ", ".join(f"{self.candidates[g]} ({p:.3f})" for g, p in found)
+        return self._result("found", culprits, f"{len(found)} culprits (bad while turned on), with their "
+                            f"posteriors: {names}; after {self.executions} runs.", boundary)
 
     def _noisy_result(self, top: int, p: float, exhausted: bool = False) -> SearchResult:
         n = self._n
