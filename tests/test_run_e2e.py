@@ -69,6 +69,16 @@ def test_human_report(capsys, tmp_path):
     assert "production switch file" in out and "reproduce the boundary" in out
 
 
+def test_a_stop_at_the_gates_shows_the_numbers(capsys, tmp_path):
+    rc = main(["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", *SIM])
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 1 and "not_reproduced" in out
+    for line in ("baseline, run 1: GOOD, metric", "all-off reference, run 2: GOOD, metric",
+                 "baseline, run 3: GOOD, metric"):
+        assert line in out, out
+    assert str(tmp_path / "w" / "trials") in out
+
+
 def test_not_reproduced_exits_1(capsys, tmp_path):
     rc, j, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", *SIM)
     assert rc == 1 and j["status"] == "not_reproduced" and j["switch_file"] is None

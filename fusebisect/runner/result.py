@@ -110,6 +110,17 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             shown = ", ".join(c["fused_ops"][:8]) + (f" (+{len(c['fused_ops']) - 8} more)"
                                                      if len(c["fused_ops"]) > 8 else "")
             console.print(f"    fused ops it touched: {shown}")
+    if j["status"] in ("not_reproduced", "not_fusion"):
+        # the numbers behind a stop at the gates: every run of the baseline and of the all-off reference
+        for t in j["trials"]:
+            if t["config_off"] and len(t["config_off"]) != j["candidates"]:
+                continue
+            which = "baseline" if not t["config_off"] else "all-off reference"
+            metric = "" if t["metric"] is None else (f", metric {t['metric']:.6g}" if isinstance(t["metric"], float)
+                                                     else f", metric {t['metric']}")
+            reason = f" ({t['reason']})" if t["reason"] else ""
+            console.print(f"  {which}, run {t['index']}: {t['outcome'].upper()}{metric}{reason}; output in "
+                          f"{t['trial_dir']}", soft_wrap=True)
     bound = f" (theoretical bound {j['bound']})" if j.get("bound") is not None else ""
     console.print(f"executions: {j['executions']}{bound}; candidates: {j['candidates']}")
     if j["excluded"]:
