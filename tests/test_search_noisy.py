@@ -135,3 +135,21 @@ def test_flaky_parallel(workers):
     results = run_many(80, 0.05, 30, seed=4, workers=workers)
     ok = sum(r.status == "found" and r.culprits[0].rules == (c,) for c, r in results)
     assert ok >= 28
+
+
+def test_an_invalid_look_for_more_run_is_not_repeated_forever():
+    cands = names(30)
+    culprit = "R007"
+    lfm = frozenset({culprit})
+    calls = []
+
+    def target(off):
+        calls.append(off)
+        if off == lfm:
+            return Outcome.INVALID
+        return Outcome.BAD if culprit not in off else Outcome.GOOD
+
+    s = Search(cands, flaky=True, seed=1)
+    drive(s, target)
+    assert s.result.status == "found" and s.result.culprits[0].rules == (culprit,)
+    assert calls.count(lfm) <= 2

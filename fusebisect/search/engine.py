@@ -406,7 +406,8 @@ class Search:
             return self._result("inconclusive", [], f"The {which} run could not be judged twice; nothing "
                                 "can be concluded.")
         stop_gate = 0 if base is Outcome.GOOD else self._all   # the gate a single flipped verdict would fake
-        if base is ref and self.repeat == 1 and len(self._obs.get(stop_gate, ())) == 1:
+        decided = [o for o in self._obs.get(stop_gate, ()) if o in (Outcome.GOOD, Outcome.BAD)]
+        if base is ref and self.repeat == 1 and len(decided) == 1:
             # A verdict that ends the search without an answer must not rest on one run: run that gate once
             # more. A disagreement is caught by observe() and switches to the noise-aware mode.
             yield from self._ask([(stop_gate, "repeat")])
@@ -677,7 +678,7 @@ class Search:
                 lfm = found_mask | (1 << g)
                 decided = [o for o in self._obs.get(lfm, ()) if o in (Outcome.GOOD, Outcome.BAD)]
                 bad = decided.count(Outcome.BAD)
-                if bad >= len(decided) - bad and bad < 2 and len(decided) < 3 and self.executions < cap:
+                if bad == 1 and len(decided) < 3 and self.executions < cap:
                     self._phase = "verify"
                     yield [(lfm, "repeat")]
                     continue
