@@ -148,3 +148,37 @@ def test_dump_convert_writes_buffers_and_workspaces_like_msaccucmp(msaccucmp, tm
     assert (ours / f"{path.name}.space.0.bin").read_bytes() == b"workspace bytes"
     for name in (f"{path.name}.input.0.npy", f"{path.name}.output.0.npy"):
         np.testing.assert_array_equal(np.load(ours / name), np.load(theirs / name))
+
+
+def test_dump_convert_shapes_ffts_thread_dumps_like_msaccucmp(msaccucmp, tmp_path, capsys):
+    """An automatic-mode FFTS+ thread dump's tensors take their slice's shape; a slice JSON without a shape
+    per tensor fails the file, on both sides."""
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    src = tmp_path / "dump"
+
+    def thread_dump(name, k, in_slices):
+        slices = {"threadMode": True, "slice_instance_num": 3, "thread_id": k, "outputCutList": [[3, 1]],
+                  "input_tensor_slice": in_slices,
+                  "output_tensor_slice": [[[{"lower": 2 * t, "higher": 2 * t + 2}, {"lower": 0, "higher": 4}]]
+                                          for t in range(3)]}
+        rows = x[2 * k:2 * k + 2]
+        return write_dump(src / name, op_name="conv", inputs=[TensorSpec(rows.reshape(-1), format=2)],
+                          outputs=[TensorSpec((rows * 2).reshape(-1), format=2, original_shape=(6, 4))],
+                          attrs=[("_sgt_json_info", json.dumps(slices))])
+
+    in_slices = [[[{"lower": 2 * t, "higher": 2 * t + 2}, {"lower": 0, "higher": 4}]] for t in range(3)]
+    good = thread_dump("Conv2D.conv.1.2.1700000000000001.4.10.1.0", 1, in_slices)
+    bad = thread_dump("Conv2D.conv.1.2.1700000000000002.4.10.2.0", 2, [])      # no input shapes
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    rc, out, _ = _run(capsys, "dump", "convert", str(src), "--out", str(ours), "--json")
+    doc = json.loads(out)
+    assert rc == 0 and [s["path"].rsplit("/", 1)[1] for s in doc["skipped"]] == [bad.name]
+    assert "gives 0 input shape(s) for 1 input(s) of thread 2" in doc["skipped"][0]["reason"]
+    proc = msaccucmp.run_parsing_binary("convert", "-d", str(src), "-out", str(theirs))
+    made = sorted(p.name for p in theirs.iterdir() if p.suffix == ".npy")
+    assert made == sorted(p.name for p in ours.iterdir()) == [f"{good.name}.input.0.npy", f"{good.name}.output.0.npy"], \
+        proc.stdout[-2000:]
+    for name in made:
+        a, b = np.load(ours / name), np.load(theirs / name)
+        assert a.shape == b.shape == (2, 4)
+        np.testing.assert_array_equal(a, b)

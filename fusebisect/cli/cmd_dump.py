@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -21,7 +22,8 @@ HELP = (
     "Tensors stay in device layout unless [bold]--format[/bold] is given: ORIGINAL undoes the private format "
     "(NC1HWC0 -> NCHW, FRACTAL_Z -> NCHW, FRACTAL_NZ -> ND, NDC1HWC0 -> NCDHW, C1HWNCoC0 -> HWCN) and removes "
     "padding using the dump's original shape; a layout name (NCHW, NHWC, HWCN, ...) converts to ORIGINAL and "
-    "then permutes. bfloat16, float8 and hifloat8 are written as float32. Unreadable files in a directory are "
+    "then permutes. Without --format, an automatic-mode FFTS+ thread dump's tensors take the shapes of its "
+    "thread's slice (as msaccucmp's convert gives them). bfloat16, float8 and hifloat8 are written as float32. Unreadable files in a directory are "
     "reported and skipped.\n\n"
     "Example: fusebisect dump convert dump/20240101000000 --out npy --format ORIGINAL"
 )
@@ -68,10 +70,18 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
     from fusebisect.fsutil import atomic_write_bytes
 
     dump = read_dump(path)
+    # an automatic-mode FFTS+ thread dump's tensors take the shapes of its slice (as msaccucmp's convert does)
+    sliced = {} if fmt is not None else _thread_shapes(dump, path)
     arrays = []
     for rec in [*dump.inputs, *dump.outputs]:
         try:
-            arrays.append((rec, convert_tensor(rec, fmt)))
+            arr = convert_tensor(rec, fmt)
+            shape = sliced.get((rec.kind, rec.index))
+            if shape is not None:
+                if math.prod(shape) != arr.size:
+                    raise DumpFormatError(f"{arr.size} elements do not fill its FFTS+ slice shape {list(shape)}")
+                arr = arr.reshape(shape)
+            arrays.append((rec, arr))
         except DumpFormatError as exc:
             raise DumpFormatError(f"{rec.kind} {rec.index}: {exc.reason}", path=path) from None
     written = []
@@ -89,6 +99,19 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
         written.append({"source": str(path), "tensor": label, "path": str(target), "shape": [int(data.size)],
                         "dtype": "uint8"})
     return written
+
+
+def _thread_shapes(dump, path: Path) -> dict:
+    """Slice shapes of an automatic-mode FFTS+ thread dump (thread id: the file name's second-to-last field)."""
+    from fusebisect.compare import ffts
+
+    if not ffts.is_ffts_dump(dump):
+        return {}
+    try:
+        thread = int(path.name.split(".")[-2])
+    except (IndexError, ValueError):
+        raise DumpFormatError("cannot read the FFTS+ thread id from the file name", path=path) from None
+    return ffts.thread_shapes(dump, thread)
 
 
 def register(app: typer.Typer) -> None:

@@ -118,6 +118,7 @@ class SliceInfo:
     thread_mode: object                  # threadMode: true = automatic slicing (None if absent)
     cut_axes: list[list[int]]            # per output: the axes whose outputCutList value is not 1
     output_slices: object                # output_tensor_slice: [thread][output][axis] {"lower", "higher"}
+    input_slices: object = None          # input_tensor_slice: [thread][input][axis] {"lower", "higher"}
 
 
 def slice_info(dump: DumpFile) -> SliceInfo | None:
@@ -139,7 +140,7 @@ def slice_info(dump: DumpFile) -> SliceInfo | None:
         raise DumpFormatError(f"outputCutList in op attribute {name!r} is not a list of lists", path=dump.path)
     cut_axes = [[axis for axis, value in enumerate(item) if value != 1] for item in cut_list]
     return SliceInfo(attr.get("slice_instance_num"), attr.get("threadMode"), cut_axes,
-                     attr.get("output_tensor_slice"))
+                     attr.get("output_tensor_slice"), attr.get("input_tensor_slice"))
 
 
 def is_ffts_dump(dump: DumpFile) -> bool:
@@ -239,6 +240,33 @@ def _auto_shapes(dump: DumpFile, thread: int) -> list[tuple[int, ...]]:
     except (KeyError, TypeError, ValueError):
         raise DumpFormatError(f"output_tensor_slice[{thread}] of the slice JSON is not lists of "
                               "{lower, higher}", path=dump.path) from None
+
+
+def thread_shapes(dump: DumpFile, thread: int) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The shapes msaccucmp's ``convert`` gives an automatic-mode FFTS+ thread dump's tensors, keyed by
+    (kind, index) (``calculate_auto_mode_shape``: higher - lower of each axis in input_tensor_slice /
+    output_tensor_slice for this thread); {} for any other dump. Raises DumpFormatError, as msaccucmp fails
+    the file, when the slice JSON does not give one shape per tensor."""
+    info = slice_info(dump)
+    if info is None or not info.thread_mode:
+        return {}
+    shapes: dict[tuple[str, int], tuple[int, ...]] = {}
+    for kind, tensors, slices in (("input", dump.inputs, info.input_slices),
+                                  ("output", dump.outputs, info.output_slices)):
+        if not tensors:
+            continue
+        listed = []
+        if slices:
+            try:
+                listed = [tuple(int(d["higher"]) - int(d["lower"]) for d in tensor) for tensor in slices[thread]]
+            except (IndexError, KeyError, TypeError, ValueError):
+                raise DumpFormatError(f"{kind}_tensor_slice of the FFTS+ slice JSON has no valid entry for "
+                                      f"thread {thread}", path=dump.path) from None
+        if len(listed) != len(tensors):
+            raise DumpFormatError(f"automatic-mode FFTS+ dump: its slice JSON gives {len(listed)} {kind} "
+                                  f"shape(s) for {len(tensors)} {kind}(s) of thread {thread}", path=dump.path)
+        shapes.update({(kind, i): shape for i, shape in enumerate(listed)})
+    return shapes
 
 
 def _count(shape) -> int:
