@@ -18,7 +18,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         mode = path.stat().st_mode & 0o7777  # replacing a file keeps its permissions
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK  # a new file gets what open() would give it
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the temporary name must fit NAME_MAX (255) even when the target's name nearly fills it
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:

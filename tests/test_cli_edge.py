@@ -2,7 +2,7 @@
 
 from fusebisect import __version__
 from fusebisect.cli.app import main
-from fusebisect.fsutil import atomic_write_text
+from fusebisect.fsutil import atomic_write_bytes, atomic_write_text
 
 
 def test_version(capsys):
@@ -21,6 +21,12 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     atomic_write_text(target, "two")
     assert target.read_text() == "two"
     assert [p.name for p in target.parent.iterdir()] == ["f.txt"]
+
+
+def test_atomic_write_of_a_name_that_nearly_fills_name_max(tmp_path):
+    target = tmp_path / ("d" * 250 + ".npy")      # 254 characters: the temporary name must still fit
+    atomic_write_bytes(target, b"x")
+    assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
 def test_atomic_write_gives_normal_permissions(tmp_path, monkeypatch):
