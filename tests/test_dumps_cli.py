@@ -182,3 +182,22 @@ def test_dump_convert_shapes_ffts_thread_dumps_like_msaccucmp(msaccucmp, tmp_pat
         a, b = np.load(ours / name), np.load(theirs / name)
         assert a.shape == b.shape == (2, 4)
         np.testing.assert_array_equal(a, b)
+
+
+def test_dump_convert_hashes_over_long_names_like_msaccucmp(msaccucmp, tmp_path, capsys):
+    name = "Add." + "a" * 220 + ".1.0.1700000000000001"        # the dump's own name fits; its outputs do not
+    path = write_dump(tmp_path / "dump" / name, op_name="a", inputs=[TensorSpec(np.ones(3, np.float32))],
+                      outputs=[TensorSpec(np.arange(3, dtype=np.float32))], spaces=[b"ws"])
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    rc, _, _ = _run(capsys, "dump", "convert", str(path), "--out", str(ours))
+    assert rc == 0
+    proc = msaccucmp.run_parsing_binary("convert", "-d", str(path), "-out", str(theirs))
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    files = sorted(p.name for p in ours.iterdir())
+    assert files == sorted(p.name for p in theirs.iterdir()) and "mapping.csv" in files and len(files) == 4
+    mine = sorted((ours / "mapping.csv").read_text().splitlines())
+    assert mine == sorted((theirs / "mapping.csv").read_text().splitlines())
+    assert all(len(row.split(",", 1)[1]) >= 255 for row in mine)
+    for f in files:
+        if f.endswith(".npy"):
+            np.testing.assert_array_equal(np.load(ours / f), np.load(theirs / f))

@@ -86,7 +86,7 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
             raise DumpFormatError(f"{rec.kind} {rec.index}: {exc.reason}", path=path) from None
     written = []
     for rec, arr in arrays:
-        target = out / f"{path.name}.{rec.kind}.{rec.index}.npy"
+        target = out / _out_name(out, f"{path.name}.{rec.kind}.{rec.index}.npy", ".npy")
         atomic_write_bytes(target, _npy_bytes(arr))
         written.append({"source": str(path), "tensor": f"{rec.kind}.{rec.index}", "path": str(target),
                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
@@ -94,11 +94,32 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
     for rec, label in [(b, f"l1buffer.{b.index}") for b in dump.buffers] + [(w, f"space.{w.index}")
                                                                             for w in dump.spaces]:
         data = rec.raw()
-        target = out / f"{path.name}.{label}.bin"
+        target = out / _out_name(out, f"{path.name}.{label}.bin", ".bin")
         atomic_write_bytes(target, data.tobytes())
         written.append({"source": str(path), "tensor": label, "path": str(target), "shape": [int(data.size)],
                         "dtype": "uint8"})
     return written
+
+
+NAME_MAX = 255   # msaccucmp's LINUX_FILE_NAME_MAX_LEN
+
+
+def _out_name(out: Path, name: str, suffix: str) -> str:
+    """``name``, or for a name of NAME_MAX characters or more msaccucmp's replacement (uuid3 of the name, hex,
+    plus ``suffix``) recorded as ``new,old`` in OUT/mapping.csv (FileUtils.handle_too_long_file_name)."""
+    if len(name) < NAME_MAX:
+        return name
+    import uuid
+
+    from fusebisect.fsutil import atomic_write_text
+
+    new = uuid.uuid3(uuid.NAMESPACE_DNS, name).hex + suffix
+    mapping = out / "mapping.csv"
+    row = f"{new},{name}\n"
+    text = mapping.read_text(encoding="utf-8") if mapping.is_file() else ""
+    if row not in text:
+        atomic_write_text(mapping, text + row)
+    return new
 
 
 def _thread_shapes(dump, path: Path) -> dict:
