@@ -266,6 +266,15 @@ def test_cut_axis_fallback_and_thread_count_mismatch_are_reported(net):
     assert forked.notes == report.notes and len(forked.rows) == len(report.rows)
 
 
+def test_the_html_report_carries_the_notes(net, tmp_path):
+    root, _ = net
+    out = tmp_path / "report.html"
+    assert main(["--quiet", "compare", str(root / "my"), str(root / "golden"), "--html", str(out)]) in (0, 1)
+    html = out.read_text()
+    assert ">Notes<" in html
+    assert "slice_instance_num is 3" in html and "no cut axis" in html
+
+
 def test_npu_vs_npu_rows_equal_msaccucmp(msaccucmp, net, tmp_path):
     root, _ = net
     peer = _peer_csv(msaccucmp, tmp_path, "-m", str(root / "my"), "-g", str(root / "golden"))

@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
                     for r in report.execution_order()]
             atomic_write_text(html_out, render_compare(rows, report.first_divergence, unmatched=report.unmatched,
                                                        cosine=cosine, mode=report.mode, my=str(my),
-                                                       golden=str(golden)))
+                                                       golden=str(golden), notes=report.notes))
             common.log(f"wrote {html_out}")
         if json_out:
             common.print_json({"rows": len(report.rows), "first_divergence": report.first_divergence,

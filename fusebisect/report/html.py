@@ -175,10 +175,11 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
 
 
 def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, *, unmatched: Sequence[dict],
-                   cosine: float, mode: str, my: str, golden: str, max_rows: int = 2000) -> str:
+                   cosine: float, mode: str, my: str, golden: str, max_rows: int = 2000,
+                   notes: Sequence[str] = ()) -> str:
     """The HTML report of ``fusebisect compare``: verdict, cosine along execution order with the first
     divergence marked, the suspect rules, and the row table (``rows``: dicts with op, tensor, golden, cosine,
-    max_abs_error, reason; execution order). Returns the document text."""
+    max_abs_error, reason; execution order), then ``notes`` (e.g. FFTS+ thread files). Returns the text."""
     if first:
         rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
         text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(_fmt(first.get('cosine')))})"
@@ -202,6 +203,8 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     if unmatched:
         body.append(section("Unmatched", table(["op", "side", "reason"],
                                                [[u.get("op"), u.get("side"), u.get("reason")] for u in unmatched])))
+    if notes:
+        body.append(section("Notes", "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>"))
     return page("fusebisect compare report", f"my: {my} · golden: {golden}", body)
 
 
