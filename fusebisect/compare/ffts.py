@@ -70,6 +70,11 @@ def task_mode(name) -> str:
     return MANUAL if _LXSLICE_FIELD in ".".join(fields) else AUTO
 
 
+def strip_slices(name: str) -> str:
+    """``name`` without any ``_lxsliceN`` field (what msaccucmp does to graph names and merged ops)."""
+    return _LXSLICE_ANYWHERE.sub("", name) if _LXSLICE_FIELD in name else name
+
+
 def op_key(op_name: str, *, graph: bool = False, direct: bool = False) -> str | None:
     """The op name a dump file is filed under (msaccucmp's ``handle_op_name``), or None when msaccucmp skips
     the file (a ``_lxslice`` field left in the name). ``graph``: a fusion-rule graph is given (every
@@ -78,7 +83,7 @@ def op_key(op_name: str, *, graph: bool = False, direct: bool = False) -> str | 
         return op_name
     name = op_name
     if graph and _LXSLICE_FIELD in name:
-        name = _LXSLICE_ANYWHERE.sub("", name)
+        name = strip_slices(name)
     elif _LXSLICE_FIELD in name or _SGT_FIELD in name:
         if _LXSLICE_FIELD in name:
             first = _LXSLICE.search(name)
@@ -228,24 +233,29 @@ class ThreadGroup:
         return ThreadRead(merged, merged=True, files_match=not mismatch, ffts=True, notes=notes)
 
 
-def _auto_shapes(dump: DumpFile, thread: int) -> list[tuple[int, ...]]:
-    """Thread ``thread``'s output shapes from ``dump``'s own output_tensor_slice (higher - lower per axis)."""
-    info = slice_info(dump)
-    slices = info.output_slices if info is not None else None
+def _slice_shapes(dump: DumpFile, slices, thread: int, kind: str) -> list[tuple[int, ...]]:
+    """Thread ``thread``'s tensor shapes (higher - lower per axis) from the slice JSON's ``{kind}_tensor_slice``
+    (msaccucmp's ``calculate_auto_mode_shape``). Raises DumpFormatError when that entry is missing or malformed."""
     if not isinstance(slices, list) or thread >= len(slices) or not isinstance(slices[thread], list):
-        raise DumpFormatError(f"automatic-mode FFTS+ thread {thread} has no output_tensor_slice entry in its "
+        raise DumpFormatError(f"automatic-mode FFTS+ thread {thread} has no {kind}_tensor_slice entry in its "
                               "slice JSON", path=dump.path)
     try:
-        return [tuple(int(dim["higher"]) - int(dim["lower"]) for dim in output) for output in slices[thread]]
+        return [tuple(int(dim["higher"]) - int(dim["lower"]) for dim in tensor) for tensor in slices[thread]]
     except (KeyError, TypeError, ValueError):
-        raise DumpFormatError(f"output_tensor_slice[{thread}] of the slice JSON is not lists of "
+        raise DumpFormatError(f"{kind}_tensor_slice[{thread}] of the slice JSON is not lists of "
                               "{lower, higher}", path=dump.path) from None
+
+
+def _auto_shapes(dump: DumpFile, thread: int) -> list[tuple[int, ...]]:
+    """Thread ``thread``'s output shapes from ``dump``'s own output_tensor_slice."""
+    info = slice_info(dump)
+    return _slice_shapes(dump, info.output_slices if info is not None else None, thread, "output")
 
 
 def thread_shapes(dump: DumpFile, thread: int) -> dict[tuple[str, int], tuple[int, ...]]:
     """The shapes msaccucmp's ``convert`` gives an automatic-mode FFTS+ thread dump's tensors, keyed by
-    (kind, index) (``calculate_auto_mode_shape``: higher - lower of each axis in input_tensor_slice /
-    output_tensor_slice for this thread); {} for any other dump. Raises DumpFormatError, as msaccucmp fails
+    (kind, index) (``calculate_auto_mode_shape`` over input_tensor_slice / output_tensor_slice for this
+    thread; an empty list gives no shapes); {} for any other dump. Raises DumpFormatError, as msaccucmp fails
     the file, when the slice JSON does not give one shape per tensor."""
     info = slice_info(dump)
     if info is None or not info.thread_mode:
@@ -255,13 +265,7 @@ def thread_shapes(dump: DumpFile, thread: int) -> dict[tuple[str, int], tuple[in
                                   ("output", dump.outputs, info.output_slices)):
         if not tensors:
             continue
-        listed = []
-        if slices:
-            try:
-                listed = [tuple(int(d["higher"]) - int(d["lower"]) for d in tensor) for tensor in slices[thread]]
-            except (IndexError, KeyError, TypeError, ValueError):
-                raise DumpFormatError(f"{kind}_tensor_slice of the FFTS+ slice JSON has no valid entry for "
-                                      f"thread {thread}", path=dump.path) from None
+        listed = _slice_shapes(dump, slices, thread, kind) if slices else []
         if len(listed) != len(tensors):
             raise DumpFormatError(f"automatic-mode FFTS+ dump: its slice JSON gives {len(listed)} {kind} "
                                   f"shape(s) for {len(tensors)} {kind}(s) of thread {thread}", path=dump.path)
@@ -336,7 +340,7 @@ def _merge(group: ThreadGroup, dumps: list[DumpFile], info: SliceInfo) -> DumpFi
         else:
             raw = _flattened(_thread_part(first, shape, itemsize))
         outputs.append(_merged_record(first, k, shape, _count(shape) * itemsize, raw))
-    return DumpFile(base.path, base.encoding, _LXSLICE_ANYWHERE.sub("", base.op_name), base.version,
+    return DumpFile(base.path, base.encoding, strip_slices(base.op_name), base.version,
                     base.dump_time, list(base.inputs), outputs, [], [], [])
 
 

@@ -19,11 +19,11 @@ items say where both tensors are; reading and comparing them is the engine's job
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from fusebisect.compare import ffts
+
 SPECIAL_OPS_TYPE = ("Cast", "TransData")
-_LXSLICE = re.compile(r"_lxslice[0-9]+")    # FFTS+ manual-slice suffix msaccucmp drops from graph input names
 
 
 def lookup_name(name: str) -> str:
@@ -130,7 +130,8 @@ def build_rule(graph) -> FusionRule:
             outputs.append(Origin(name, index, *desc) if name else None)
         if not outputs and not have_origin:
             outputs.append(Origin(info.name, None))  # type: ignore[arg-type]
-        inputs = [_LXSLICE.sub("", i) if "_lxslice" in i else i for i in info.inputs if i and not i.endswith(":-1")]
+        # (msaccucmp drops FFTS+ manual-slice fields from graph input names)
+        inputs = [ffts.strip_slices(i) for i in info.inputs if i and not i.endswith(":-1")]
         l1_no = info.l1_fusion_sub_graph_no or ""
         key = _group_key(info.name, l1_no, originals)
         op_to_group[info.name] = key
@@ -279,8 +280,6 @@ def index_tree(tree, *, graph: bool = False, direct: bool = False) -> SideIndex:
     """Indexes a :class:`DumpTree` by op name (Opdebug files skipped). FFTS+ thread files are filed under the op
     name msaccucmp gives them (``ffts.op_key``; ``graph``: a fusion-rule graph is used, ``direct``:
     msaccucmp ``-ffts``) and grouped. Returns a :class:`SideIndex`; never raises."""
-    from fusebisect.compare import ffts
-
     files: dict[str, list] = {}
     notes: list[str] = []
     for entry in tree.entries:
