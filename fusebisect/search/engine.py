@@ -406,8 +406,7 @@ class Search:
             return self._result("inconclusive", [], f"The {which} run could not be judged twice; nothing "
                                 "can be concluded.")
         stop_gate = 0 if base is Outcome.GOOD else self._all   # the gate a single flipped verdict would fake
-        decided = [o for o in self._obs.get(stop_gate, ()) if o in (Outcome.GOOD, Outcome.BAD)]
-        if base is ref and self.repeat == 1 and len(decided) == 1:
+        if base is ref and self.repeat == 1 and len(self._verdicts(stop_gate)) == 1:
             # A verdict that ends the search without an answer must not rest on one run: run that gate once
             # more. A disagreement is caught by observe() and switches to the noise-aware mode.
             yield from self._ask([(stop_gate, "repeat")])
@@ -626,18 +625,22 @@ class Search:
         return sorted(pts)
 
     # ------------------------------------------------------------------ noise-aware mode
-    def _confirm_configs(self, h: int) -> list[tuple[int, str]]:
+    def _confirm_configs(self, h: int, found_mask: int = 0) -> list[tuple[int, str]]:
+        """The two runs that confirm hypothesis ``h``; ``found_mask``: forward culprits already named, kept off."""
         n = self._n
-        if h < n:       # forward: only i on must be BAD, only i off must be GOOD
-            return [(self._all ^ (1 << h), "confirm"), (1 << h, "verify")]
+        if h < n:       # forward: only i on must be BAD, i off (with those named) must be GOOD
+            return [(self._all ^ (1 << h), "confirm"), (found_mask | (1 << h), "verify")]
         if h < 2 * n:   # reverse: only i off must be BAD, only i on must be GOOD
             i = h - n
             return [(1 << i, "confirm"), (self._all ^ (1 << i), "verify")]
         return [(self._all, "reference"), (0, "baseline")]
 
+    def _verdicts(self, off: int) -> list[Outcome]:
+        """The decisive (GOOD/BAD) outcomes observed for ``off``, in order."""
+        return [o for o in self._obs.get(off, ()) if o in (Outcome.GOOD, Outcome.BAD)]
+
     def _decided(self, off: int) -> bool:
-        obs = self._obs.get(off, ())
-        return Outcome.GOOD in obs or Outcome.BAD in obs
+        return bool(self._verdicts(off))
 
     def _noisy_main(self):
         self._phase = "gates"
@@ -662,11 +665,9 @@ class Search:
                     self._notes.append("after the culprits found, no further single culprit explains the runs")
                 return self._noisy_found(found)
             if p >= self.confidence:
-                g = rest[top] if found else top
-                configs = self._confirm_configs(g) if not found else \
-                    [(self._all ^ (1 << g), "confirm"), (found_mask | (1 << g), "verify")]
-                missing = [(off, role) for off, role in configs if not self._decided(off)
-                           and not self._known_invalid_off(off)]
+                g = rest[top] if top < m else top     # a rule, or (before any is named) another hypothesis
+                missing = [(off, role) for off, role in self._confirm_configs(g, found_mask)
+                           if not self._decided(off) and not self._known_invalid_off(off)]
                 if missing and self.executions + len(missing) <= cap:
                     self._phase = "confirm"
                     yield missing[:self.workers]
@@ -676,7 +677,7 @@ class Search:
                 # Go's loop: with this culprit off, is the job still bad? Only then look for another one. A
                 # BAD verdict there must be seen twice (a majority of up to three runs) before the search goes on.
                 lfm = found_mask | (1 << g)
-                decided = [o for o in self._obs.get(lfm, ()) if o in (Outcome.GOOD, Outcome.BAD)]
+                decided = self._verdicts(lfm)
                 bad = decided.count(Outcome.BAD)
                 if bad == 1 and len(decided) < 3 and self.executions < cap:
                     self._phase = "verify"
@@ -695,7 +696,7 @@ class Search:
                 return self._noisy_result(top, p, exhausted=True)
             picks: list[tuple[int, str]] = []
             for _q, on in model.queries(post, count=self.workers):
-                off = self._all ^ mask_of(rest[j] for j in on) if found else self._all ^ mask_of(on)
+                off = self._all ^ mask_of(rest[j] for j in on)
                 if self._known_invalid_off(off) or any(off == o for o, _ in picks):
                     continue
                 picks.append((off, "repeat" if off in self._obs else "search"))
@@ -711,9 +712,9 @@ class Search:
     def _level_model(self, found_mask: int) -> tuple[Posterior, list[int]]:
         """The posterior to search with: the running one before any culprit is named; after that, one over the
         remaining rules built from the runs that had every named culprit off (its "nothing wrong" hypothesis
-        is "no further culprit"). Returns (posterior, remaining rule indices; [] before any culprit)."""
+        is "no further culprit"). Returns (posterior, the rule index of each of its candidates)."""
         if not found_mask:
-            return self._post, []
+            return self._post, list(range(self._n))
         rest = [i for i in range(self._n) if not (found_mask >> i) & 1]
         where = {g: j for j, g in enumerate(rest)}
         model = Posterior(len(rest))
