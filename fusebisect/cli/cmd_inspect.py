@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from fusebisect.cli import common
+from fusebisect.textutil import fmt_number
 
 HELP = (
     "Show the op name, encoding and every input/output of one dump file: index, dtype, format, shape, "
@@ -45,13 +46,6 @@ def describe(path: Path) -> dict:
             "inputs": [one(r) for r in dump.inputs], "outputs": [one(r) for r in dump.outputs]}
 
 
-def _fmt(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
-
 
 def _render(doc: dict) -> None:
     from rich.table import Table
@@ -68,7 +62,7 @@ def _render(doc: dict) -> None:
             orig = row["original_shape"]
             table.add_row(f"{kind[:-1]} {row['index']}", row["dtype"], row["format"], str(tuple(row["shape"])),
                           str(tuple(orig)) if orig is not None else "-", str(row["size"]),
-                          *(_fmt(row[k]) for k in ("min", "max", "mean", "nan", "inf")))
+                          *(fmt_number(row[k]) for k in ("min", "max", "mean", "nan", "inf")))
     console.print(table)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from fusebisect.cli import common
+from fusebisect.textutil import fmt_number
 
 HELP = (
     "Find the ops that overflowed (Opdebug records) and explain the first ones in execution order.\n\n"
@@ -21,13 +22,6 @@ HELP = (
     "Example: fusebisect overflow ./dump/20240101000000 --graph ./ge_graphs --limit 3"
 )
 
-
-def _fmt(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.5g}"
-    return str(value)
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -79,7 +73,7 @@ def _render(report) -> None:
                                   style="yellow")
                     continue
                 table.add_row(f"{st.kind} {st.index}", "x".join(map(str, st.shape)) or "scalar", st.dtype,
-                              _fmt(st.min), _fmt(st.max), _fmt(st.mean),
+                              fmt_number(st.min, 5), fmt_number(st.max, 5), fmt_number(st.mean, 5),
                               f"{st.nan}/{st.pos_inf}/{st.neg_inf}/{st.saturated}",
                               style="red" if st.abnormal else None)
             body.add_row(table)

@@ -13,6 +13,7 @@ from typing import Any
 
 from fusebisect.report import plots
 from fusebisect.report.model import RunView, culprit_rows, execution_facts
+from fusebisect.textutil import fmt_number
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -83,14 +84,6 @@ def plot(svg: str) -> str:
     return f'<div class="plot">{svg}</div>'
 
 
-def _fmt(value: Any, digits: int = 6) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
 def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, threshold: float | None) -> str:
     """Cosine similarity per compared tensor along execution order, first divergence marked (plot + summary)."""
     rows = [r for r in rows if r.get("cosine") is not None]  # unmatched tensors have no similarity to plot
@@ -107,8 +100,8 @@ def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
         parts.append(table(
             ["first divergent op", "tensor", "cosine", "max abs error", "graph-fusion passes", "UB pass",
              "original ops"],
-            [[first.get("op"), first.get("tensor"), _fmt(first.get("cosine")), _fmt(first.get("max_abs_error")),
-              ", ".join(first.get("pass_names") or []) or "-", first.get("ub_pass_name") or "-",
+            [[first.get("op"), first.get("tensor"), fmt_number(first.get("cosine")),
+              fmt_number(first.get("max_abs_error")), ", ".join(first.get("pass_names") or []) or "-", first.get("ub_pass_name") or "-",
               ", ".join(first.get("ground_truth") or []) or "-"]], highlight={0}))
     return "".join(parts)
 
@@ -129,7 +122,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     else:
         body.append(verdict(status, f"<b>{esc(status.replace('_', ' '))}</b>: {esc(result.get('message', ''))}"))
     if culprits:
-        rows = [[rule, kind or "-", _fmt(confidence, 3), direction, fused or "-", description or "-"]
+        rows = [[rule, kind or "-", fmt_number(confidence, 3), direction, fused or "-", description or "-"]
                 for rule, kind, confidence, direction, fused, description in culprit_rows(view, catalog)]
         body.append(section("Culprits", table(
             ["rule", "kind", "confidence", "direction", "fused ops it touched", "catalog description"], rows)))
@@ -155,7 +148,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
             plot(plots.search_timeline([len(t.off) for t in view.trials], [t.outcome for t in view.trials],
                                        [t.seconds for t in view.trials], [t.role for t in view.trials])),
             table(["#", "role", "rules off", "outcome", "metric", "seconds", "note"],
-                  [[t.number, t.role, len(t.off), t.outcome, _fmt(t.metric), f"{t.seconds:.2f}",
+                  [[t.number, t.role, len(t.off), t.outcome, fmt_number(t.metric), f"{t.seconds:.2f}",
                     t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")]
                    for t in view.trials], outcome_col=3)))
     repro = result.get("repro") or {}
@@ -182,7 +175,7 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     max_abs_error, reason; execution order), then ``notes`` (e.g. FFTS+ thread files). Returns the text."""
     if first:
         rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
-        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(_fmt(first.get('cosine')))})"
+        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))})"
                 + (f" — rules to suspect: {esc(', '.join(rules))}" if rules else ""))
         body = [verdict("divergence", text)]
     else:
@@ -194,8 +187,8 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     hl = {i for i, r in enumerate(shown) if first and r.get("tensor") == first.get("tensor")
           and r.get("op") == first.get("op")}
     parts = [table(["#", "op", "tensor", "golden", "cosine", "max abs error", "reason"],
-                   [[i + 1, r.get("op"), r.get("tensor"), r.get("golden"), _fmt(r.get("cosine")),
-                     _fmt(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
+                   [[i + 1, r.get("op"), r.get("tensor"), r.get("golden"), fmt_number(r.get("cosine")),
+                     fmt_number(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
                    highlight=hl)]
     if len(rows) > max_rows:
         parts.append(f"<p class=\"muted\">(first {max_rows} of {len(rows)} rows; the CSV has all)</p>")
@@ -221,9 +214,9 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str) -> st
                        [[o.get("op_type"), o.get("op_name"), o.get("task_id"), o.get("stream_id"),
                          o.get("timestamp"), o.get("unit"), o.get("status"), "; ".join(o.get("meanings") or [])]])]
         stats = [[side[:-1], s.get("index"), s.get("dtype"), s.get("shape"),
-                  _fmt(s.get("min")) if s.get("min") is not None or not s.get("neg_inf") else "-inf",
-                  _fmt(s.get("max")) if s.get("max") is not None or not s.get("pos_inf") else "inf",
-                  _fmt(s.get("mean")), s.get("nan"), s.get("pos_inf", s.get("inf")), s.get("neg_inf"),
+                  fmt_number(s.get("min")) if s.get("min") is not None or not s.get("neg_inf") else "-inf",
+                  fmt_number(s.get("max")) if s.get("max") is not None or not s.get("pos_inf") else "inf",
+                  fmt_number(s.get("mean")), s.get("nan"), s.get("pos_inf", s.get("inf")), s.get("neg_inf"),
                   s.get("saturated")]
                  for side in ("inputs", "outputs") for s in (o.get(side) or [])]
         if stats:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from fusebisect.runner.trial import TrialPaths, substitute
+from fusebisect.textutil import fmt_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusebisect.runner.session import Session, TrialRecord
@@ -116,8 +117,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             if t["config_off"] and len(t["config_off"]) != j["candidates"]:
                 continue
             which = "baseline" if not t["config_off"] else "all-off reference"
-            metric = "" if t["metric"] is None else (f", metric {t['metric']:.6g}" if isinstance(t["metric"], float)
-                                                     else f", metric {t['metric']}")
+            metric = "" if t["metric"] is None else f", metric {fmt_number(t['metric'])}"
             reason = f" ({t['reason']})" if t["reason"] else ""
             console.print(f"  {which}, run {t['index']}: {t['outcome'].upper()}{metric}{reason}; output in "
                           f"{t['trial_dir']}", soft_wrap=True)
@@ -134,8 +134,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
     for t in j["trials"]:
         off = t["config_off"]
         off_text = "-" if not off else (", ".join(off) if len(off) <= 3 else f"{len(off)} rules")
-        metric = "" if t["metric"] is None else (f"{t['metric']:.6g}" if isinstance(t["metric"], float)
-                                                 else str(t["metric"]))
+        metric = "" if t["metric"] is None else fmt_number(t["metric"])
         table.add_row(str(t["index"]), t["role"], off_text, t["outcome"], metric, f"{t['seconds']:.1f}",
                       t["reason"] or "")
     console.print(table)
