@@ -124,6 +124,25 @@ def _same_cell(a: str, b: str, column: str) -> bool:
     return a == b
 
 
+def _assert_rows_agree(ref, got, label, skip=("CompareFailReason",)) -> None:
+    """Every row of our CSV agrees with msaccucmp's, cell for cell (columns in ``skip`` aside)."""
+    for ref_row, got_row in zip(ref[1:], got[1:]):
+        for column, a, b in zip(ref[0], ref_row, got_row):
+            if column not in skip:
+                assert _same_cell(a, b, column), (label, column, ref_row, got_row)
+
+
+def _graph_peer_and_ours(msaccucmp, tmp_path: Path, graph: Path):
+    """msaccucmp and fusebisect on tmp_path/my vs tmp_path/gold with -f GRAPH: (peer process, peer rows, our exit
+    code, our rows)."""
+    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
+                         "-out", str(tmp_path / "ref"))
+    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
+    rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
+               "--csv", str(tmp_path / "ours.csv")])
+    return proc, ref, rc, _read(tmp_path / "ours.csv")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_csv_agrees_with_real_msaccucmp(msaccucmp, network, tmp_path, case):
@@ -144,11 +163,7 @@ def test_csv_agrees_with_real_msaccucmp(msaccucmp, network, tmp_path, case):
     got = _read(tmp_path / "ours.csv")
     assert got[0] == ref[0]
     assert len(got) == len(ref) and len(got) > 3
-    skip = {"CompareFailReason"}
-    for ref_row, got_row in zip(ref[1:], got[1:]):
-        for column, a, b in zip(ref[0], ref_row, got_row):
-            if column not in skip:
-                assert _same_cell(a, b, column), (case, column, ref_row, got_row)
+    _assert_rows_agree(ref, got, case)
 
 
 def test_first_divergence_names_the_fused_op_and_its_pass(network):
@@ -252,19 +267,12 @@ def test_nd_tensors_show_the_shape_msaccucmp_shows(msaccucmp, tmp_path):
     graph = tmp_path / "g.json"
     graph.write_text(json.dumps({"graph": [{"name": "g", "op": [op("a", "Data", 0, [], (6, 4)),
                                                                op("b", "MatMul", 1, ["a:0"], (2, 3, 4))]}]}))
-    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
-                         "-out", str(tmp_path / "ref"))
+    proc, ref, rc, got = _graph_peer_and_ours(msaccucmp, tmp_path, graph)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
-    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
-                 "--csv", str(tmp_path / "ours.csv")]) == 0
-    got = _read(tmp_path / "ours.csv")
+    assert rc == 0
     shape = ref[0].index("Shape")
     assert [row[shape] for row in got[1:]] == [row[shape] for row in ref[1:]] == ["[24]", "[24]", "[24]"]
-    for ref_row, got_row in zip(ref[1:], got[1:]):
-        for column, a, b in zip(ref[0], ref_row, got_row):
-            if column != "CompareFailReason":
-                assert _same_cell(a, b, column), (column, ref_row, got_row)
+    _assert_rows_agree(ref, got, "nd")
 
 
 LAYOUT_CASES = {
@@ -302,17 +310,11 @@ def test_layouts_are_converted_as_msaccucmp_converts_them(msaccucmp, tmp_path, c
           "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": ["a"]}}}]}
     graph = tmp_path / "g.json"
     graph.write_text(json.dumps({"graph": [{"name": "g", "op": [op]}]}))
-    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
-                         "-out", str(tmp_path / "ref"))
+    proc, ref, rc, got = _graph_peer_and_ours(msaccucmp, tmp_path, graph)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
-    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
-                 "--csv", str(tmp_path / "ours.csv")]) in (0, 1)
-    got = _read(tmp_path / "ours.csv")
+    assert rc in (0, 1)
     assert len(got) == len(ref) == 2
-    for column, a, b in zip(ref[0], ref[1], got[1]):
-        if column != "CompareFailReason":
-            assert _same_cell(a, b, column), (case, column, ref[1], got[1])
+    _assert_rows_agree(ref, got, case)
     cosine = got[1][ref[0].index("CosineSimilarity")]
     assert (cosine == "NaN") if "unsupported" in case else float(cosine) == pytest.approx(1.0)
 
@@ -348,16 +350,10 @@ def test_l1_fusion_compares_only_the_first_and_last_dumped_op(msaccucmp, tmp_pat
     graph.write_text(json.dumps({"graph": [{"name": "g", "op": [
         op("input", 0, [], None), op("conv1", 1, ["input:0"], "7"), op("bn1", 2, ["conv1:0"], "7"),
         op("relu1", 3, ["bn1:0"], "7")]}]}))
-    proc = msaccucmp.run("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-f", str(graph),
-                         "-out", str(tmp_path / "ref"))
-    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
-    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(graph),
-                 "--csv", str(tmp_path / "ours.csv")]) in (0, 1)
-    got = _read(tmp_path / "ours.csv")
+    proc, ref, rc, got = _graph_peer_and_ours(msaccucmp, tmp_path, graph)
+    assert rc in (0, 1)
     assert len(got) == len(ref), (got, ref, proc.stdout[-1000:])
-    for ref_row, got_row in zip(ref[1:], got[1:]):
-        for column, a, b in zip(ref[0], ref_row, got_row):
-            assert _same_cell(a, b, column), (dumped, column, ref_row, got_row)
+    _assert_rows_agree(ref, got, dumped, skip=())        # every column, the fail reason too
     tensors = [row[ref[0].index("TensorIndex")] for row in got[1:]]
     assert not any(t.startswith("bn1:") for t in tensors)
     if dumped == "none_of_the_subgraph":

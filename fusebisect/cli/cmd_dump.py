@@ -111,10 +111,11 @@ def _out_name(out: Path, name: str, suffix: str) -> str:
         return name
     import uuid
 
+    from fusebisect.compare.tree import MAPPING_FILE
     from fusebisect.fsutil import atomic_write_text
 
     new = uuid.uuid3(uuid.NAMESPACE_DNS, name).hex + suffix
-    mapping = out / "mapping.csv"
+    mapping = out / MAPPING_FILE
     row = f"{new},{name}\n"
     text = mapping.read_text(encoding="utf-8") if mapping.is_file() else ""
     if row not in text:
