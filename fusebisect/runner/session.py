@@ -23,7 +23,7 @@ from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles
 from fusebisect.runner.journal import JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float
 from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
-from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths, substitute
+from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths, read_text, substitute
 
 VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "dumps", "cosine",
                    "max_abs_error", "rules", "repeat", "flaky", "graph_dump", "seed", "confidence")
@@ -487,12 +487,8 @@ class Session:
                 or any(r.measurement.metric is not None for r in self.records)):
             return
         last = ""
-        for path in (rec.paths.stdout_path, rec.paths.stderr_path):
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                continue
-            last = next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
+        for path in (rec.paths.stdout_path, rec.paths.stderr_path):   # the logs' tails are enough
+            last = next((ln.strip() for ln in reversed(read_text(path, 64 * 1024).splitlines()) if ln.strip()), "")
             if last:
                 break
         hint = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
