@@ -124,7 +124,7 @@ def _same_cell(a: str, b: str, column: str) -> bool:
     return a == b
 
 
-def _assert_rows_agree(ref, got, label, skip=("CompareFailReason",)) -> None:
+def _assert_rows_agree(ref, got, label, skip=()) -> None:
     """Every row of our CSV agrees with msaccucmp's, cell for cell (columns in ``skip`` aside)."""
     for ref_row, got_row in zip(ref[1:], got[1:]):
         for column, a, b in zip(ref[0], ref_row, got_row):
@@ -275,6 +275,25 @@ def test_nd_tensors_show_the_shape_msaccucmp_shows(msaccucmp, tmp_path):
     _assert_rows_agree(ref, got, "nd")
 
 
+def _one_op_peer_and_ours(msaccucmp, tmp_path: Path, shape, layout: str, attr=(), named: bool = True):
+    """Graph of one op "a" (output desc of ``shape``/``layout``, origin format ``layout``, ``attr`` added, origin
+    name "a":0 when ``named``), then msaccucmp and fusebisect on tmp_path/my vs tmp_path/gold: (peer process, peer
+    rows, our exit code, our rows), both with the one output row."""
+    attr = [{"key": "origin_format", "value": {"s": layout}}, *attr]
+    if named:
+        attr = [{"key": "_datadump_origin_name", "value": {"s": "a"}},
+                {"key": "_datadump_origin_output_index", "value": {"i": 0}}] + attr
+    desc = {"dtype": "DT_FLOAT", "shape": {"dim": list(shape)}, "layout": layout, "attr": attr}
+    op = {"name": "a", "type": "Conv2D", "id": 0, "input": [], "output_desc": [desc],
+          "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": ["a"]}}}]}
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [op]}]}))
+    proc, ref, rc, got = _graph_peer_and_ours(msaccucmp, tmp_path, graph)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert len(got) == len(ref) == 2
+    return proc, ref, rc, got
+
+
 LAYOUT_CASES = {
     # my device format, graph origin format/shape, layout of the golden .npy, origin name on the output desc
     "5hd_label_nhwc_npy_nchw": (3, "NHWC", (1, 4, 5, 3), "NCHW", True),
@@ -300,23 +319,17 @@ def test_layouts_are_converted_as_msaccucmp_converts_them(msaccucmp, tmp_path, c
     original = label_shape if fmt == 3 else nchw.shape
     write_dump(tmp_path / "my" / f"Conv2D.a.0.0.{ts}", op_name="a", inputs=[],
                outputs=[TensorSpec(device, format=fmt, original_shape=original, address=0x1000)], encoding="nano")
-    attr = [{"key": "origin_format", "value": {"s": label}},
-            {"key": "origin_shape", "value": {"list": {"val_type": 2, "i": list(label_shape)}}}]
-    if named:
-        attr = [{"key": "_datadump_origin_name", "value": {"s": "a"}},
-                {"key": "_datadump_origin_output_index", "value": {"i": 0}}] + attr
-    desc = {"dtype": "DT_FLOAT", "shape": {"dim": list(label_shape)}, "layout": label, "attr": attr}
-    op = {"name": "a", "type": "Conv2D", "id": 0, "input": [], "output_desc": [desc],
-          "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": ["a"]}}}]}
-    graph = tmp_path / "g.json"
-    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [op]}]}))
-    proc, ref, rc, got = _graph_peer_and_ours(msaccucmp, tmp_path, graph)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert rc in (0, 1)
-    assert len(got) == len(ref) == 2
-    _assert_rows_agree(ref, got, case)
+    attr = [{"key": "origin_shape", "value": {"list": {"val_type": 2, "i": list(label_shape)}}}]
+    proc, ref, rc, got = _one_op_peer_and_ours(msaccucmp, tmp_path, label_shape, label, attr, named)
+    # msaccucmp leaves the reason of an unsupported conversion empty (it only logs it); ours says it
+    _assert_rows_agree(ref, got, case, skip=("CompareFailReason",) if "unsupported" in case else ())
     cosine = got[1][ref[0].index("CosineSimilarity")]
-    assert (cosine == "NaN") if "unsupported" in case else float(cosine) == pytest.approx(1.0)
+    if "unsupported" in case:
+        reason = got[1][ref[0].index("CompareFailReason")]
+        assert reason == "[a] The format conversion from NCHW to HWCN is not supported."
+        assert cosine == "NaN" and rc == 2   # the only tensor cannot be compared: an error, the CSV still written
+    else:
+        assert float(cosine) == pytest.approx(1.0) and rc == 0
 
 
 @pytest.mark.parametrize("dumped", ["all", "not_the_middle", "none_of_the_subgraph"])
@@ -360,3 +373,35 @@ def test_l1_fusion_compares_only_the_first_and_last_dumped_op(msaccucmp, tmp_pat
         assert got[-1][-1] == "The fusion operator list is empty"
     else:
         assert "relu1:output:0" in tensors and "conv1:input:0" in tensors
+
+
+SLICE_CASES = {
+    # my format, my shape, golden .npy shape: msaccucmp cuts a larger dump down to the golden (a batch padded on
+    # the device, an ND tensor compared flat) and refuses a smaller one, with the shapes padded to 4-D
+    "nchw_batch_padded": (0, (4, 3, 2, 2), (3, 3, 2, 2)),
+    "nd_larger_flat": (2, (6, 4), (4, 4)),
+    "nd_smaller": (2, (2, 4), (6, 4)),
+    "nchw_smaller_channel": (0, (2, 2, 2, 2), (2, 3, 2, 2)),
+}
+
+
+@pytest.mark.parametrize("case", list(SLICE_CASES))
+def test_a_larger_dump_is_sliced_to_the_golden_as_msaccucmp_slices_it(msaccucmp, tmp_path, case):
+    fmt, mine, theirs = SLICE_CASES[case]
+    data = np.random.default_rng(9).standard_normal(mine).astype(np.float32)
+    golden = np.resize(data.reshape(-1), math.prod(theirs)).reshape(theirs)
+    if fmt == 0 and mine[0] > theirs[0]:
+        golden = data[:theirs[0]].copy()      # the device ran a padded batch: its first samples are the real ones
+    ts = 1700000000000001
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "my").mkdir()
+    np.save(tmp_path / "gold" / f"a.0.{ts}.npy", golden)
+    write_dump(tmp_path / "my" / f"Conv2D.a.0.0.{ts}", op_name="a", inputs=[],
+               outputs=[TensorSpec(data, format=fmt, original_shape=mine, address=0x1000)], encoding="nano")
+    proc, ref, rc, got = _one_op_peer_and_ours(msaccucmp, tmp_path, mine, "NCHW" if fmt == 0 else "ND")
+    _assert_rows_agree(ref, got, case)
+    cosine, reason = (got[1][ref[0].index(c)] for c in ("CosineSimilarity", "CompareFailReason"))
+    if "smaller" in case:
+        assert cosine == "NaN" and "can not be compared to the right dump data" in reason and rc == 2
+    else:
+        assert float(cosine) == pytest.approx(1.0) and reason == "" and rc == 0

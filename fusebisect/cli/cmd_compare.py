@@ -20,7 +20,8 @@ HELP = (
     "graph-fusion passes, UB pass and the original ops it replaced. --csv writes msaccucmp's result CSV.\n\n"
     "FFTS+ thread dump files of one op (one per thread slice) are merged into the whole tensor as msaccucmp "
     "does; [bold]--ffts[/bold] keeps their op names (msaccucmp -ffts: manual-mode slices compared one to one).\n\n"
-    "Exit codes: 0 nothing crosses the thresholds, 1 divergence found, 2 error.\n\n"
+    "Exit codes: 0 nothing crosses the thresholds, 1 divergence found (a tensor below --cosine, above "
+    "--max-abs-error, or with NaN/Inf where the golden is finite), 2 error (also: no tensor could be compared).\n\n"
     "Example: fusebisect compare ./dump_fused ./dump_unfused --my-graph ge_fused.txt "
     "--golden-graph ge_unfused.txt --csv result.csv"
 )
@@ -35,6 +36,7 @@ def _num(value, digits: int = 6) -> str:
 
 
 def _render(report, *, cosine: float, max_abs_error: float | None, top: int | None) -> None:
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
@@ -48,8 +50,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         table.add_column(col, overflow="fold")
     shown = rows
     if top is not None:
-        ranked = sorted(rows, key=lambda r: (r.cosine if r.cosine is not None and not math.isnan(r.cosine)
-                                             else 2.0))
+        ranked = sorted(rows, key=lambda r: (-1.0 if r.nonfinite else r.cosine
+                                             if r.cosine is not None and not math.isnan(r.cosine) else 2.0))
         keep = {id(r) for r in ranked[:top]}
         shown = [r for r in rows if id(r) in keep]
     for row in shown:
@@ -59,22 +61,33 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         elif is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             style = "yellow"
         golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
-        table.add_row(str(row.index), row.my_op, row.tensor, golden, _num(row.cosine),
-                      _num(row.max_abs_error), (row.fail_reason or "")[:80], style=style)
+        table.add_row(*map(escape, (str(row.index), row.my_op, row.tensor, golden, _num(row.cosine),
+                                    _num(row.max_abs_error), (row.fail_reason or "")[:80])), style=style)
     console.print(table)
     if fd is None:
-        console.print(Panel(f"No divergence: every cosine >= {cosine}"
-                            + (f" and max abs error <= {max_abs_error}" if max_abs_error is not None else "")
-                            + f" ({len(report.unmatched)} unmatched).", title="summary", style="green"))
+        skipped = sum(not r.compared for r in report.rows)
+        compared = len(report.rows) - skipped
+        if compared:
+            text = (f"No divergence: every cosine >= {cosine}"
+                    + (f" and max abs error <= {max_abs_error}" if max_abs_error is not None else "")
+                    + f" over the {compared} tensors compared")
+            if skipped:
+                text += f"; {skipped} could not be compared (see the reason column)"
+        else:
+            text = f"Nothing compared: none of the {skipped} tensors could be compared (see the reason column)"
+        console.print(Panel(text + f"; {len(report.unmatched)} unmatched.", title="summary",
+                            style="yellow" if skipped else "green"))
         return
-    lines = [f"first divergent op: [bold]{fd['op']}[/bold]  tensor {fd['tensor']}",
-             f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}",
-             f"graph-fusion passes: {', '.join(fd['pass_names']) or '-'}",
-             f"UB fusion pass: {fd['ub_pass_name'] or '-'}",
-             f"original ops it replaced: {', '.join(fd['ground_truth']) or '-'}"]
+    lines = [f"first divergent op: [bold]{escape(fd['op'])}[/bold]  tensor {escape(fd['tensor'])}",
+             f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}"
+             + (f"   [bold]{fd['nonfinite']} NaN/Inf values[/bold] where the golden is finite"
+                if fd.get("nonfinite") else ""),
+             f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
+             f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",
+             f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
     if fd["pass_names"] or fd["ub_pass_name"]:
         suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
-        lines.append(f"rules to suspect: [bold]{', '.join(suspects)}[/bold]")
+        lines.append(f"rules to suspect: [bold]{escape(', '.join(suspects))}[/bold]")
     console.print(Panel("\n".join(lines), title="first divergence", style="red"))
 
 
@@ -132,6 +145,7 @@ def register(app: typer.Typer) -> None:
             from fusebisect.compare.csvout import write_csv
             write_csv(report, csv_out)
             common.log(f"wrote {csv_out}")
+        not_compared = sum(not r.compared for r in report.rows)
         if html_out is not None:
             from fusebisect.fsutil import atomic_write_text
             from fusebisect.report.html import render_compare
@@ -140,12 +154,20 @@ def register(app: typer.Typer) -> None:
                     for r in report.execution_order()]
             atomic_write_text(html_out, render_compare(rows, report.first_divergence, unmatched=report.unmatched,
                                                        cosine=cosine, mode=report.mode, my=str(my),
-                                                       golden=str(golden), notes=report.notes))
+                                                       golden=str(golden), notes=report.notes,
+                                                       not_compared=not_compared))
             common.log(f"wrote {html_out}")
         if json_out:
-            common.print_json({"rows": len(report.rows), "first_divergence": report.first_divergence,
+            common.print_json({"rows": len(report.rows), "compared": len(report.rows) - not_compared,
+                               "not_compared": not_compared, "first_divergence": report.first_divergence,
                                "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}
                                              for u in report.unmatched], "notes": list(report.notes)})
         else:
             _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top)
-        raise typer.Exit(1 if report.first_divergence else 0)
+        if report.first_divergence:
+            raise typer.Exit(1)
+        if not_compared == len(report.rows):
+            first = next((r.fail_reason for r in report.rows if r.fail_reason), "")
+            raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be compared"
+                             + (f" (first reason: {first})" if first else ""))
+        raise typer.Exit(0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +51,18 @@ class CompareRow:
     ub_pass_name: str | None = None
     original_ops: list[str] = field(default_factory=list)   # what the fused op replaced
     timestamp: int = 0                                        # my dump time: execution order
+    nonfinite: int = 0              # elements that are NaN/Inf in my tensor but finite in the golden
 
     @property
     def cosine(self) -> float | None:
         """CosineSimilarity as a float (None if absent)."""
         value = self.metrics.get("CosineSimilarity")
         return None if value is None or isinstance(value, str) else float(value)
+
+    @property
+    def compared(self) -> bool:
+        """True when the pair was compared: some metric is a number, or my tensor has NaN/Inf the golden lacks."""
+        return self.nonfinite > 0 or any(isinstance(v, float) and math.isfinite(v) for v in self.metrics.values())
 
     @property
     def max_abs_error(self) -> float | None:
@@ -208,7 +215,10 @@ def _identity_rule(rule: mp.FusionRule) -> mp.FusionRule:
 
 
 def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float | None = None) -> bool:
-    """True when the row's cosine is below ``cosine`` or its max abs error above ``max_abs_error``."""
+    """True when the row's cosine is below ``cosine``, its max abs error above ``max_abs_error``, or my tensor has
+    NaN/Inf where the golden is finite (its cosine is then NaN: no threshold would catch it)."""
+    if row.nonfinite:
+        return True
     cos = row.cosine
     if cos is not None and not np.isnan(cos) and cos < cosine:
         return True
@@ -224,7 +234,7 @@ def first_divergence(report: CompareReport, *, cosine: float = 0.99,
     for row in report.execution_order():
         if is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             return {"op": row.my_op, "tensor": row.tensor, "cosine": row.cosine,
-                    "max_abs_error": row.max_abs_error, "pass_names": list(row.pass_names),
+                    "max_abs_error": row.max_abs_error, "nonfinite": row.nonfinite, "pass_names": list(row.pass_names),
                     "ub_pass_name": row.ub_pass_name,
                     "ground_truth": list(row.original_ops or row.golden_ops)}
     return None
@@ -276,6 +286,7 @@ class _Pending:
             return
         _fill(row, on_error, lambda: compare_arrays(x, y, self.algorithms, shape=shape, my_name=my_name,
                                                     golden_name=golden_name))
+        _count_nonfinite(row, x, y)
 
     def flush(self) -> None:
         """Compare every queued pair and fill its row."""
@@ -289,10 +300,23 @@ class _Pending:
             for (x, y, shape, my_name, golden_name), (row, on_error) in zip(items, targets):
                 _fill(row, on_error, lambda: compare_arrays(x, y, self.algorithms, shape=shape, my_name=my_name,
                                                             golden_name=golden_name))
+                _count_nonfinite(row, x, y)
             return
-        for result, (row, _) in zip(results, targets):
+        for result, (row, _), (x, y, *_) in zip(results, targets, items):
             row.metrics = result.values
             row.fail_reason = result.fail_reason
+            _count_nonfinite(row, x, y)
+
+
+def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
+    """Set ``row.nonfinite``: my NaN/Inf elements where the golden is finite. The metrics of such a pair are NaN or
+    Inf, so the arrays are only scanned when a metric is not finite (zero vectors also give a NaN cosine)."""
+    if all(not isinstance(v, float) or math.isfinite(v) for v in row.metrics.values()):
+        return
+    if x.size != y.size or x.dtype.kind not in "fc":
+        return
+    mine = np.isfinite(x.reshape(-1))
+    row.nonfinite = int(np.count_nonzero(~mine & np.isfinite(y.reshape(-1)))) if not mine.all() else 0
 
 
 def _fill(row: CompareRow, on_error, compute) -> None:
@@ -539,18 +563,23 @@ def _npu_op(ctx: _Context, index: int, name: str, my_entry, golden_entry) -> lis
         # a row without tensors has no op type in msaccucmp (FusionOp.get_real_op_type of a graph-less op)
         rows.append(CompareRow(index, "NaN", shown, [shown], "NaN", None, None, None, _nan_metrics(ctx),
                                ",".join(messages), None, None, timestamp=my_entry.timestamp))
+    else:
+        # msaccucmp's CSV silently leaves out the tensors of a kind that failed its check when the other kind
+        # was compared; say so
+        ctx.notes.extend(f"{m} Those tensors are not compared (and not in the CSV)." for m in messages
+                         if m != FFTS_FILE_COUNT_REASON and "There is no" not in m)
     return rows
 
 
 def _npu_check(name, kind, mine, theirs) -> str:
     if len(mine) != len(theirs):
-        return f"[{name}] The number of {kind} does not match ({len(mine)} vs {len(theirs)})"
+        return f"[{name}] The number of {kind} does not match ({len(mine)} vs {len(theirs)})."
     if not mine:
         return f"[{name}] There is no {kind}. Skip the {name}:{kind}."
     for i, (a, b) in enumerate(zip(mine, theirs)):
         if tuple(a.shape) != tuple(b.shape):
-            sa = "(" + ",".join(map(str, a.shape)) + ")"
-            sb = "(" + ",".join(map(str, b.shape)) + ")"
+            sa = "(" + ", ".join(map(str, a.shape)) + ")"    # utils.convert_shape_to_string
+            sb = "(" + ", ".join(map(str, b.shape)) + ")"
             return f"[{name}] The shape does not match ({sa} vs {sb}) for {name}:{kind}:{i}."
     return ""
 
@@ -749,6 +778,39 @@ def _layout_as_stored(fmt: str, recorded: tuple, stored: tuple) -> tuple[str, tu
     return fmt, recorded
 
 
+def _cannot_compare(op_name: str, mine: Sequence[int], theirs: Sequence[int]) -> str:
+    """msaccucmp's ``print_cannot_compare_warning`` with its shape strings (``(2, 4)``)."""
+    def text(shape):
+        return "(" + ", ".join(map(str, shape)) + ")"
+    return (f"[{op_name}] Due to the different shapes on the left and right,the left dump data{text(mine)} can not "
+            f"be compared to the right dump data{text(theirs)}. Please check the batch of the dump data or the shape "
+            f"may be changed due to optimization.")
+
+
+def _slice_to(x: np.ndarray, shape: tuple, op_name: str) -> tuple[np.ndarray, str]:
+    """msaccucmp's ``TensorConversion.slice_data``: cut my tensor down to the golden's ``shape`` where mine is larger
+    in every differing dimension (e.g. a batch padded on the device), both padded to 4-D with trailing 1s; a
+    dimension where mine is smaller is an error. Returns (my data, "") or (x, the CompareFailReason)."""
+    if x.ndim < len(shape):       # _check_ground_truth_shape_by_my_output_shape: shapes without their 1s
+        mine, theirs = [d for d in x.shape if d != 1], [d for d in shape if d != 1]
+        if (mine or theirs) and mine != theirs:
+            return x, _cannot_compare(op_name, mine or x.shape, theirs or shape)
+        return x, ""
+    mine = list(x.shape) + [1] * (4 - x.ndim)
+    theirs = list(shape) + [1] * (len(mine) - len(shape))
+    ones = sum(d == 1 for d in x.shape)
+    if math.prod(theirs) == x.size and ones in (x.ndim, x.ndim - 1):
+        return x, ""
+    for a, b in zip(mine, theirs):
+        if a < b:
+            return x, _cannot_compare(op_name, mine, theirs)
+        if a > b:
+            if len(mine) in (4, 5):
+                x = x.reshape(mine)[tuple(slice(0, d) for d in theirs)]
+            break
+    return x, ""
+
+
 def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Origin, op_type, my_text, golden_ops,
                 pass_names, ub_pass_name, originals) -> CompareRow:
     op_name = dump.op_name or entry.op_name
@@ -800,16 +862,18 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
                 return fail(f"[{op_name}] The format conversion from {record.format_name} to {golden_format} is "
                             f"not supported.")
             x = _to_original(x, record.format_name, None, golden_format)
-        if x.size != y.size:
-            sx = "(" + ",".join(map(str, x.shape)) + ")"
-            sy = "(" + ",".join(map(str, y.shape)) + ")"
-            return fail(f"[{op_name}] Due to the different shapes on the left and right,the left dump data{sx} can "
-                        f"not be compared to the right dump data{sy}. Please check the batch of the dump data or "
-                        f"the shape may be changed due to optimization.")
         # msaccucmp converts my tensor only towards a non-ND golden format (or from FRACTAL_NZ/NDC1HWC0) and
         # otherwise compares (and shows) the dump's data as stored: flat (TensorConversion._convert_shape)
         converted = not scalar_device and (golden_format != "ND" or record.format_name in _CONVERTED_TO_ND)
-        shape = tuple(x.shape) if converted else (int(x.size),)
+        if not converted:
+            x = x.reshape(-1)
+        if record.format_name != "ND" or (not scalar_device and x.size != y.size):
+            x, problem = _slice_to(x, tuple(y.shape) if converted else (int(y.size),), op_name)
+            if problem:
+                return fail(problem)
+        if x.size != y.size:
+            return fail(_cannot_compare(op_name, (x.size,), (y.size,)))
+        shape = tuple(x.shape)
     except (DumpFormatError, ValueError) as exc:
         return fail(str(exc))
     row = CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, {}, "",

@@ -169,18 +169,25 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
 
 def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, *, unmatched: Sequence[dict],
                    cosine: float, mode: str, my: str, golden: str, max_rows: int = 2000,
-                   notes: Sequence[str] = ()) -> str:
+                   notes: Sequence[str] = (), not_compared: int = 0) -> str:
     """The HTML report of ``fusebisect compare``: verdict, cosine along execution order with the first
     divergence marked, the suspect rules, and the row table (``rows``: dicts with op, tensor, golden, cosine,
-    max_abs_error, reason; execution order), then ``notes`` (e.g. FFTS+ thread files). Returns the text."""
+    max_abs_error, reason; execution order), then ``notes`` (e.g. FFTS+ thread files). ``not_compared``: rows that
+    could not be compared (their reason says why). Returns the text."""
     if first:
         rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
-        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))})"
+        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
+                + (f", {esc(first['nonfinite'])} NaN/Inf values where the golden is finite"
+                   if first.get("nonfinite") else "") + ")"
                 + (f" — rules to suspect: {esc(', '.join(rules))}" if rules else ""))
         body = [verdict("divergence", text)]
+    elif not_compared:
+        body = [verdict("inconclusive", f"<b>No divergence</b> among the {len(rows) - not_compared} tensors compared "
+                        f"(cosine ≥ {cosine:g}), but {not_compared} could not be compared: see their reason.")]
     else:
         body = [verdict("clean", f"<b>No divergence</b>: every tensor has cosine ≥ {cosine:g}.")]
-    body.append(f"<p class=\"muted\">{esc(len(rows))} tensors compared · mapping {esc(mode)} · "
+    body.append(f"<p class=\"muted\">{esc(len(rows) - not_compared)} of {esc(len(rows))} tensors compared · "
+                f"mapping {esc(mode)} · "
                 f"{esc(len(unmatched))} unmatched</p>")
     body.append(section("Cosine similarity along execution order", cosine_section(rows, first, cosine)))
     shown = list(rows)[:max_rows]

@@ -245,6 +245,11 @@ class Judge:
             return Verdict(INVALID, f"dumps: {exc}")
         if report is None:
             return Verdict(INVALID, "no dumps in the trial dir")
+        if not any(row.compared for row in report.rows):
+            # nothing was compared: calling the run GOOD would clear every rule it left on
+            first = next((row.fail_reason for row in report.rows if row.fail_reason), "")
+            return Verdict(INVALID, f"dumps: none of the {len(report.rows)} tensors could be compared with the "
+                           "reference run's" + (f" (first reason: {first})" if first else ""))
         summary = summarize_dumps(report)
         first = report.first_divergence
         if first:
@@ -315,7 +320,8 @@ def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:
         rows.append({"op": row.my_op, "tensor": row.tensor,
                      "cosine": _num(metrics.get("CosineSimilarity")),
                      "max_abs_error": _num(metrics.get("MaxAbsoluteError"))})
-    return {"rows": rows, "first_divergence": _plain(report.first_divergence)}
+    return {"rows": rows, "first_divergence": _plain(report.first_divergence),
+            "not_compared": sum(not row.compared for row in report.rows)}
 
 
 def _num(value):

@@ -1,0 +1,122 @@
+"""What a comparison concludes: NaN/Inf in my tensor is a divergence, a comparison of nothing is not a clean
+result, and the run's --dumps oracle never calls a trial GOOD on a comparison that compared nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fusebisect.cli.app import main
+from fusebisect.compare.dumpfile import write_dump
+from fusebisect.compare.engine import compare_dumps
+from fusebisect.runner.oracles import BAD, GOOD, INVALID, DumpsSpec, Judge, Measurement
+from fusebisect.runner.trial import TrialPaths
+
+TS = 1700000000000001
+X = np.random.default_rng(3).standard_normal((4, 8)).astype(np.float32)
+
+
+def _dump(root: Path, op: str, out: np.ndarray, k: int = 0, same_input: bool = True) -> None:
+    """One op's dump: input X (or ``out`` itself when not ``same_input``), output ``out``."""
+    root.mkdir(parents=True, exist_ok=True)
+    write_dump(root / f"Add.{op}.1.{TS + k}", op_name=op, inputs=[X if same_input else out], outputs=[out])
+
+
+def _pair(tmp_path: Path, mine: dict[str, np.ndarray], golden: dict[str, np.ndarray]) -> tuple[Path, Path]:
+    for k, (op, out) in enumerate(mine.items()):
+        _dump(tmp_path / "my", op, out, k)
+    for k, (op, out) in enumerate(golden.items()):
+        _dump(tmp_path / "gold", op, out, k)
+    return tmp_path / "my", tmp_path / "gold"
+
+
+def _plain(console: str) -> str:
+    """Console output as one line of words, without the table and panel borders."""
+    return " ".join(console.translate({ord(c): " " for c in "│┃"}).split())
+
+
+def _with(values: dict[tuple[int, int], float]) -> np.ndarray:
+    out = X.copy()
+    for at, v in values.items():
+        out[at] = v
+    return out
+
+
+def test_nan_or_inf_in_my_tensor_is_the_first_divergence(tmp_path, capsys):
+    # op a is clean, op b has one NaN, op c is all Inf: the cosine of b and c is NaN, which no threshold catches
+    my, gold = _pair(tmp_path, {"a": X, "b": _with({(0, 0): np.nan}), "c": np.full_like(X, np.inf)},
+                     {"a": X, "b": X, "c": X})
+    report = compare_dumps(my, gold)
+    by_tensor = {r.tensor: r for r in report.rows}
+    assert by_tensor["a:output:0"].nonfinite == 0 and by_tensor["b:output:0"].nonfinite == 1
+    assert by_tensor["c:output:0"].nonfinite == X.size
+    assert report.first_divergence["tensor"] == "b:output:0" and report.first_divergence["nonfinite"] == 1
+    rc = main(["compare", str(my), str(gold), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["first_divergence"]["op"] == "b" and out["compared"] == 6
+
+
+def test_nan_the_golden_has_too_and_zero_tensors_are_not_divergences(tmp_path, capsys):
+    same_nan = _with({(1, 2): np.nan})
+    zeros = np.zeros_like(X)
+    my, gold = _pair(tmp_path, {"a": same_nan, "z": zeros}, {"a": same_nan, "z": zeros})
+    report = compare_dumps(my, gold)
+    assert all(r.nonfinite == 0 for r in report.rows) and report.first_divergence is None
+    assert main(["compare", str(my), str(gold)]) == 0
+    assert "No divergence" in capsys.readouterr().out
+
+
+def test_rows_that_could_not_be_compared_are_counted_and_a_compare_of_nothing_fails(tmp_path, capsys):
+    for root, out in (("my", X), ("gold", X[:2])):
+        _dump(tmp_path / root, "a", X)
+        _dump(tmp_path / root, "s", out, k=1, same_input=False)
+    my, gold = tmp_path / "my", tmp_path / "gold"
+    rc = main(["compare", str(my), str(gold), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["rows"] == 3 and out["compared"] == 2 and out["not_compared"] == 1
+    assert main(["compare", str(my), str(gold)]) == 0
+    text = _plain(capsys.readouterr().out)
+    assert "over the 2 tensors compared; 1 could not be compared" in text
+    # the reason keeps msaccucmp's "[op]" prefix (not eaten as console markup) and its "(4, 8)" shapes
+    assert "[s] The shape does not match ((4, 8) vs (2, 8))" in text
+    only = tmp_path / "only"
+    _dump(only / "my", "s", X, same_input=False)
+    _dump(only / "gold", "s", X[:2], same_input=False)
+    rc = main(["compare", str(only / "my"), str(only / "gold"), "--csv", str(only / "r.csv")])
+    captured = capsys.readouterr()
+    assert rc == 2 and "Nothing compared" in _plain(captured.out)
+    assert "none of the 1 tensors could be compared (first reason: [s] The shape does not match" in captured.err
+    assert (only / "r.csv").is_file()      # the CSV with the reasons is still written
+
+
+def test_outputs_left_out_when_the_inputs_were_compared_get_a_note(tmp_path, capsys):
+    # msaccucmp's CSV then has the input rows only: the outputs' shape mismatch must not go unsaid
+    my, gold = _pair(tmp_path, {"p": X}, {"p": X[:2]})
+    rc = main(["compare", str(my), str(gold), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["rows"] == 1
+    assert out["notes"] == ["[p] The shape does not match ((4, 8) vs (2, 8)) for p:output:0. Those tensors are not "
+                            "compared (and not in the CSV)."]
+
+
+def _trial(root: Path, outs: dict[str, np.ndarray]) -> TrialPaths:
+    for k, (op, out) in enumerate(outs.items()):
+        _dump(root / "dump", op, out, k, same_input=False)
+    return TrialPaths(root, None)
+
+
+@pytest.mark.parametrize("outs, outcome, reason", [
+    ({"a": X}, GOOD, ""),
+    ({"a": _with({(2, 3): np.inf})}, BAD, "dumps diverge at a"),
+    ({"a": X[:2]}, INVALID, "none of the 1 tensors could be compared with the reference run's"),
+])
+def test_dumps_oracle(tmp_path, outs, outcome, reason):
+    judge = Judge(dumps=DumpsSpec())
+    ok = Measurement(exit_code=0, seconds=1.0)
+    reference = _trial(tmp_path / "reference", {"a": X})
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=_trial(tmp_path / "trial", outs),
+                          reference_paths=reference)
+    assert verdict.outcome == outcome and reason in verdict.reason
