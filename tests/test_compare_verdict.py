@@ -120,3 +120,34 @@ def test_dumps_oracle(tmp_path, outs, outcome, reason):
     verdict = judge.judge(ok, reference=ok, is_reference=False, paths=_trial(tmp_path / "trial", outs),
                           reference_paths=reference)
     assert verdict.outcome == outcome and reason in verdict.reason
+
+
+def test_a_divergent_input_blames_the_op_that_produced_it(tmp_path, capsys):
+    """Comparing only ln_LayerNorm (its producer fc1_MatMul, fused by the faulty rule, left out): the first divergence
+    is ln_LayerNorm's input, and the rules to suspect are the producer's, not LayerNorm's."""
+    import io
+
+    from fusebisect.sim.options import resolve
+    from fusebisect.sim.train import run
+
+    all_off = tmp_path / "all-off.cfg"
+    all_off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}\n')
+    for side, extra in (("fused", ["--faulty", "MatMulBiasAddFusionPass"]),
+                        ("unfused", ["--fusion-switch-file", str(all_off)])):
+        root = tmp_path / side
+        env = {"ASCEND_WORK_PATH": str(root), "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(root / "graph")}
+        assert run(resolve(["--steps", "1", "--dump-step", "0", "--dump-path", str(root / "dump"), *extra], env),
+                   stdout=io.StringIO(), stderr=io.StringIO()).exit_code == 0
+    args = ["compare", str(tmp_path / "fused" / "dump"), str(tmp_path / "unfused" / "dump"),
+            "--my-graph", str(tmp_path / "fused" / "graph"), "--golden-graph", str(tmp_path / "unfused" / "graph")]
+    assert main([*args, "--op", "ln_LayerNorm", "--json"]) == 1
+    fd = json.loads(capsys.readouterr().out)["first_divergence"]
+    assert fd["tensor"] == "ln_LayerNorm:input:0" and fd["input_of"] == "ln_LayerNorm"
+    assert fd["producer"] == {"op": "fc1_MatMul", "output": 0, "compared": False}
+    assert fd["pass_names"] == ["MatMulBiasAddFusionPass"] and fd["ground_truth"] == ["fc1_MatMul", "fc1_BiasAdd"]
+    assert main([*args, "--op", "ln_LayerNorm"]) == 1
+    assert "the divergence comes from fc1_MatMul (output 0, not compared)" in _plain(capsys.readouterr().out)
+    # compared in full, the producer's own output is the first divergence
+    assert main([*args, "--json"]) == 1
+    fd = json.loads(capsys.readouterr().out)["first_divergence"]
+    assert fd["tensor"] == "fc1_MatMul:output:0" and "producer" not in fd

@@ -85,6 +85,18 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
              f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
              f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",
              f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
+    if "input_of" in fd:
+        producer = fd.get("producer")
+        if producer is None:
+            where = "an op upstream (no graph to say which)"
+        else:
+            where = (f"[bold]{escape(producer['op'])}[/bold] (output {escape(str(producer['output']))}, "
+                     + ("compared without divergence" if producer["compared"] else "not compared") + ")")
+        lines.insert(2, f"this is an input of {escape(fd['input_of'])}: the divergence comes from {where}; "
+                        "the passes and ops below are the producer's")
+    skipped = sum(not r.compared for r in report.rows)
+    if skipped:
+        lines.append(f"{skipped} of {len(report.rows)} tensors could not be compared (see the reason column)")
     if fd["pass_names"] or fd["ub_pass_name"]:
         suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
         lines.append(f"rules to suspect: [bold]{escape(', '.join(suspects))}[/bold]")

@@ -177,7 +177,33 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     notes = list(dict.fromkeys(my_index.notes + golden_index.notes + ctx.notes))
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
+    if report.first_divergence is not None:
+        _blame_producer(report.first_divergence, report.rows, my_g)
     return report
+
+
+def _blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
+    """When the first divergent tensor is an input, the op reading it did not cause it: point ``fd`` at the op
+    that produced it (from my graph): ``producer`` {op, output, compared}, and the producer's pass names and
+    original ops as the ones to suspect. Without a graph, ``producer`` is None (unknown upstream op)."""
+    op_name, sep, index = str(fd["tensor"]).rpartition(":input:")
+    if not sep:
+        return
+    fd["input_of"] = op_name
+    fd["producer"] = None
+    consumer = graph.op(op_name) if graph is not None else None
+    edges = consumer.data_inputs if consumer is not None else []
+    if not index.isdigit() or int(index) >= len(edges):
+        fd["pass_names"], fd["ub_pass_name"], fd["ground_truth"] = [], None, []
+        return
+    name, _, output = edges[int(index)].rpartition(":")
+    tensor = f"{name}:output:{output}"
+    compared = any(r.tensor == tensor and r.compared for r in rows)
+    fd["producer"] = {"op": name, "output": int(output) if output.isdigit() else output, "compared": compared}
+    producer = graph.op(name)
+    fd["pass_names"] = list(producer.pass_names) if producer is not None else []
+    fd["ub_pass_name"] = producer.ub_pass_name if producer is not None else None
+    fd["ground_truth"] = list(producer.original_op_names or [name]) if producer is not None else [name]
 
 
 AUTO_JOBS_MIN_OPS = 500      # below this, starting workers costs about what they save

@@ -341,7 +341,8 @@ def _plain(value):
 def divergence_pass_names(first_divergence: dict | None, report=None) -> list[str]:
     """Return the pass names (pass_names + ub_pass_name) of the first divergent op, in order, deduplicated.
 
-    Looks in the first_divergence dict, and when it lacks them, in the report row it points at."""
+    Looks in the first_divergence dict, and when it lacks them, in the report row it points at (not when the
+    divergence is an input: the passes then are its producer's, and the reading op's are beside the point)."""
     if not first_divergence:
         return []
     names: list[str] = []
@@ -354,7 +355,7 @@ def divergence_pass_names(first_divergence: dict | None, report=None) -> list[st
     ub = first_divergence.get("ub_pass_name")
     if ub:
         names.append(ub)
-    if not names and report is not None:
+    if not names and report is not None and "input_of" not in first_divergence:
         op = first_divergence.get("op") or first_divergence.get("my_op")
         index = first_divergence.get("index")
         for row in report.rows:
