@@ -242,6 +242,22 @@ def test_scan_clean_dumps_exit_zero(tmp_path, capsys):
     assert "No abnormal ops (scan) found" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("encoding", ["binary", "nano"])
+def test_without_graph_the_dump_origin_is_not_called_the_original_ops(tmp_path, capsys, encoding):
+    # a fused MatMul+BiasAdd: the dump records only which original op its output stands for (fc1_BiasAdd)
+    leaf = leaf_dir(tmp_path, 0)
+    write_dump(leaf / f"MatMulV2.fc1_MatMul.3.0.{T0 + 1}", op_name="fc1_MatMul",
+               inputs=[TensorSpec(CLEAN), TensorSpec(CLEAN)],
+               outputs=[TensorSpec(SATURATED, original_op=("fc1_BiasAdd", 0))], encoding=encoding, dump_time=T0 + 1)
+    assert main(["overflow", str(tmp_path), "--scan", "--json"]) == 1
+    (ov,) = json.loads(capsys.readouterr().out)["overflows"]
+    assert ov["original_ops"] == [] and ov["output_origins"] == ["fc1_BiasAdd"]
+    assert "probably a fused op: pass --graph" in ov["diagnosis"]
+    assert main(["overflow", str(tmp_path), "--scan"]) == 1
+    text = capsys.readouterr().out
+    assert "output's origin: fc1_BiasAdd" in text and "original ops:" not in text
+
+
 def write_build_graph(directory: Path) -> Path:
     from google.protobuf import text_format
 

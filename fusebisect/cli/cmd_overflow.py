@@ -62,6 +62,9 @@ def _render(report) -> None:
             body.add_row(f"fusion rules: {', '.join(ov.pass_names)}")
         if ov.original_ops:
             body.add_row(f"original ops: {', '.join(ov.original_ops)}")
+        elif ov.output_origins:   # the dump names one origin per output, not every op a fused op replaced
+            label = "output's origin" if len(ov.output_origins) == 1 else "outputs' origins"
+            body.add_row(f"{label}: {', '.join(ov.output_origins)}")
         if ov.inputs or ov.outputs:
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
             for col in ("tensor", "shape", "dtype", "min", "max", "mean"):

@@ -354,11 +354,14 @@ def tensor_stats(array: np.ndarray, *, kind: str, index: int, dtype: str | None 
 
 def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, op_type: str = "", unit: str = "",
              matched: bool = True, task_id: int | None = None, stream_id: int | None = None,
-             pass_names: Sequence[str] = (), original_ops: Sequence[str] = (), op_name: str = "") -> str:
+             pass_names: Sequence[str] = (), original_ops: Sequence[str] = (), op_name: str = "",
+             output_origins: Sequence[str] = ()) -> str:
     """One line saying where to look next, following the usual overflow analysis:
 
     inputs already abnormal -> look upstream first; clean inputs and a float16 output saturating -> keep the op
-    in float32; fused op -> name the fusion rules. Returns the sentence(s); never raises.
+    in float32; fused op -> name the fusion rules. ``original_ops`` is the graph's full list;
+    ``output_origins`` the original op each output stands for (all a dump tells without a graph). Returns the
+    sentence(s); never raises.
     """
     parts: list[str] = []
     if not matched:
@@ -395,6 +398,11 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
         parts.append(f"Fused by {', '.join(rules)}: test with `fusebisect cfg off {' '.join(rules)}`.")
     elif len(originals) > 1:
         parts.append(f"Fused op (originals {', '.join(originals)}): pass --graph to name the fusion rules.")
+    elif not originals:
+        others = [o for o in dict.fromkeys(output_origins) if o and _mangle(o) != _mangle(op_name)]
+        if others:
+            parts.append(f"Its output stands for original op {', '.join(others)}, so it is probably a fused op: "
+                         f"pass --graph to name the fusion rules and all its original ops.")
     return " ".join(parts)
 
 
@@ -417,7 +425,10 @@ class Overflow:
     inputs: list[TensorStats] = field(default_factory=list)
     outputs: list[TensorStats] = field(default_factory=list)
     pass_names: list[str] = field(default_factory=list)     # pass_name then pass_name_ub
-    original_ops: list[str] = field(default_factory=list)
+    original_ops: list[str] = field(default_factory=list)   # the graph's _datadump_original_op_names
+    #: the original op each output stands for, as the dump file records it (one name per output, not the full
+    #: list of ops a fused op replaced: that needs the graph)
+    output_origins: list[str] = field(default_factory=list)
     diagnosis: str = ""
     context_id: int | None = None
     thread_id: int | None = None
@@ -434,7 +445,8 @@ class Overflow:
                 "outputs": [s.to_json() for s in self.outputs], "pass_names": list(self.pass_names),
                 "diagnosis": self.diagnosis, "status_words": list(self.status_words),
                 "context_id": self.context_id, "thread_id": self.thread_id, "original_ops": list(self.original_ops),
-                "matched": self.matched, "dump_file": str(self.dump_file) if self.dump_file else None,
+                "output_origins": list(self.output_origins), "matched": self.matched,
+                "dump_file": str(self.dump_file) if self.dump_file else None,
                 "opdebug_file": str(self.opdebug_file) if self.opdebug_file else None, "iteration": self.iteration}
 
 
@@ -531,8 +543,10 @@ def _tensor_stats(rec, kind: str) -> TensorStats:
     return tensor_stats(arr, kind=kind, index=rec.index, dtype=dtype, format=fmt)
 
 
-def _op_details(dump_path: Path, op_name: str, gindex: _GraphIndex) -> tuple[list, list, str | None, list, list]:
-    """(inputs, outputs, graph op type, pass names, original ops) for one op dump; raises DumpFormatError."""
+def _op_details(dump_path: Path, op_name: str,
+                gindex: _GraphIndex) -> tuple[list, list, str | None, list, list, list]:
+    """(inputs, outputs, graph op type, pass names, the graph's original ops, the outputs' origins) for one op
+    dump; raises DumpFormatError."""
     from fusebisect.compare.dumpfile import read_dump
 
     dump = read_dump(dump_path)
@@ -544,9 +558,8 @@ def _op_details(dump_path: Path, op_name: str, gindex: _GraphIndex) -> tuple[lis
         gtype = op.type
         passes = list(op.pass_names) + ([op.ub_pass_name] if op.ub_pass_name else [])
         originals = list(op.original_op_names)
-    if not originals:
-        originals = list(dict.fromkeys(t.original_op[0] for t in dump.outputs if t.original_op))
-    return inputs, outputs, gtype, list(dict.fromkeys(passes)), originals
+    origins = list(dict.fromkeys(t.original_op[0] for t in dump.outputs if t.original_op and t.original_op[0]))
+    return inputs, outputs, gtype, list(dict.fromkeys(passes)), originals, origins
 
 
 def _load_graph(graph):
@@ -655,14 +668,16 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
                   opdebug_file=dbg.path, iteration=_iteration_dict(dbg))
     if op is not None:
         try:
-            ov.inputs, ov.outputs, gtype, ov.pass_names, ov.original_ops = _op_details(op.path, op.op_name, gindex)
+            (ov.inputs, ov.outputs, gtype, ov.pass_names, ov.original_ops,
+             ov.output_origins) = _op_details(op.path, op.op_name, gindex)
             if gtype:
                 ov.op_type = gtype
         except FusebisectError as exc:
             report.problems.append((op.path, f"unreadable op dump: {getattr(exc, 'reason', exc)}"))
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
                             matched=ov.matched, task_id=rec.task_id, stream_id=rec.stream_id,
-                            pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name)
+                            pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name,
+                            output_origins=ov.output_origins)
     return ov
 
 
@@ -674,7 +689,7 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
             continue
         report.scanned += 1
         try:
-            inputs, outputs, gtype, passes, originals = _op_details(e.path, e.op_name, gindex)
+            inputs, outputs, gtype, passes, originals, origins = _op_details(e.path, e.op_name, gindex)
         except FusebisectError as exc:
             report.problems.append((e.path, f"unreadable op dump: {getattr(exc, 'reason', exc)}"))
             continue
@@ -684,11 +699,11 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
         ov = Overflow(op_type=gtype or e.op_type, op_name=e.op_name, task_id=e.task_id, stream_id=e.stream_id,
                       timestamp=e.timestamp, unit="scan", status=0, status_words=(),
                       meanings=[f"{s.kind} {s.index}: {s.problem_text()}" for s in bad], inputs=inputs,
-                      outputs=outputs, pass_names=passes, original_ops=originals, dump_file=e.path,
-                      context_id=_name_id(e, "context_id"), thread_id=_name_id(e, "thread_id"),
+                      outputs=outputs, pass_names=passes, original_ops=originals, output_origins=origins,
+                      dump_file=e.path, context_id=_name_id(e, "context_id"), thread_id=_name_id(e, "thread_id"),
                       iteration=_iteration_dict(e))
         ov.diagnosis = diagnose(inputs, outputs, op_type=ov.op_type, unit="scan", pass_names=passes,
-                                original_ops=originals, op_name=e.op_name)
+                                original_ops=originals, op_name=e.op_name, output_origins=origins)
         report.overflows.append(ov)
         if len(report.overflows) >= limit:
             break
