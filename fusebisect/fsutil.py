@@ -5,6 +5,7 @@ A reader never sees a half-written output, and a crash leaves the previous file 
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
@@ -13,6 +14,8 @@ from pathlib import Path
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; return the path. Raises OSError on I/O failure."""
     path = Path(path)
+    if path.is_dir():   # else the error would name the temporary file
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777  # replacing a file keeps its permissions

@@ -151,3 +151,38 @@ def test_a_divergent_input_blames_the_op_that_produced_it(tmp_path, capsys):
     assert main([*args, "--json"]) == 1
     fd = json.loads(capsys.readouterr().out)["first_divergence"]
     assert fd["tensor"] == "fc1_MatMul:output:0" and "producer" not in fd
+
+
+def test_compare_json_lists_every_tensor(tmp_path, capsys):
+    my, gold = _pair(tmp_path, {"a": X, "b": _with({(0, 1): np.inf})}, {"a": X, "b": X})
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    tensors = json.loads(capsys.readouterr().out)["tensors"]
+    assert [t["tensor"] for t in tensors] == ["a:input:0", "a:output:0", "b:input:0", "b:output:0"]
+    assert tensors[1]["cosine"] == pytest.approx(1.0) and tensors[1]["nonfinite"] == 0 and tensors[1]["compared"]
+    assert tensors[3]["cosine"] is None and tensors[3]["max_abs_error"] is None and tensors[3]["nonfinite"] == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cosine", "2"], "--cosine 2: a cosine similarity threshold is between -1 and 1"),
+    (["--max-abs-error", "-1"], "--max-abs-error -1: must be 0 or more"),
+    (["--csv", "{tmp}"], "{tmp}: is a directory, not a file"),
+])
+def test_compare_refuses_bad_options_with_one_line(tmp_path, capsys, args, message):
+    my, gold = _pair(tmp_path, {"a": X}, {"a": X})
+    args = [a.format(tmp=tmp_path) for a in args]
+    assert main(["compare", str(my), str(gold), *args]) == 2
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and "Traceback" not in err and ".tmp" not in err
+
+
+def test_an_empty_golden_or_dump_directory_is_named_as_such(tmp_path, capsys):
+    my, _ = _pair(tmp_path, {"a": X}, {})
+    (tmp_path / "empty").mkdir()
+    assert main(["compare", str(my), str(tmp_path / "empty")]) == 2
+    assert f"no op dump files and no golden .npy files found in {tmp_path / 'empty'}" in capsys.readouterr().err
+    assert main(["dump", "convert", str(tmp_path / "empty"), "-o", str(tmp_path / "npy")]) == 2
+    assert f"{tmp_path / 'empty'}: no op dump files found" in capsys.readouterr().err
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / f"Add.a.1.{TS}").write_bytes(b"junk")
+    assert main(["dump", "convert", str(tmp_path / "junk"), "-o", str(tmp_path / "npy")]) == 2
+    assert "none of the 1 dump files could be converted" in capsys.readouterr().err

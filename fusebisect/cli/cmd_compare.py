@@ -35,6 +35,11 @@ def _num(value, digits: int = 6) -> str:
     return f"{value:.{digits}f}"
 
 
+def _finite(value: float | None) -> float | None:
+    """A metric for JSON and the HTML report: None when absent or not a finite number."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _render(report, *, cosine: float, max_abs_error: float | None, top: int | None) -> None:
     from rich.markup import escape
     from rich.panel import Panel
@@ -135,6 +140,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from fusebisect.errors import UsageError
 
+        if not -1.0 <= cosine <= 1.0:
+            raise UsageError(f"--cosine {cosine:g}: a cosine similarity threshold is between -1 and 1")
+        if max_abs_error is not None and not max_abs_error >= 0:
+            raise UsageError(f"--max-abs-error {max_abs_error:g}: must be 0 or more")
         if engine not in ("native", "msaccucmp", "auto"):
             raise UsageError(f"--engine {engine}: expected native, msaccucmp or auto")
         if golden_graph is not None and my_graph is None:
@@ -158,12 +167,12 @@ def register(app: typer.Typer) -> None:
             write_csv(report, csv_out)
             common.log(f"wrote {csv_out}")
         not_compared = sum(not r.compared for r in report.rows)
+        rows = [{"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
+                 "cosine": _finite(r.cosine), "max_abs_error": _finite(r.max_abs_error), "nonfinite": r.nonfinite,
+                 "compared": r.compared, "reason": r.fail_reason} for r in report.execution_order()]
         if html_out is not None:
             from fusebisect.fsutil import atomic_write_text
             from fusebisect.report.html import render_compare
-            rows = [{"op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops), "cosine": r.cosine,
-                     "max_abs_error": r.max_abs_error, "reason": r.fail_reason}
-                    for r in report.execution_order()]
             atomic_write_text(html_out, render_compare(rows, report.first_divergence, unmatched=report.unmatched,
                                                        cosine=cosine, mode=report.mode, my=str(my),
                                                        golden=str(golden), notes=report.notes,
@@ -173,7 +182,8 @@ def register(app: typer.Typer) -> None:
             common.print_json({"rows": len(report.rows), "compared": len(report.rows) - not_compared,
                                "not_compared": not_compared, "first_divergence": report.first_divergence,
                                "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}
-                                             for u in report.unmatched], "notes": list(report.notes)})
+                                             for u in report.unmatched], "notes": list(report.notes),
+                               "tensors": rows})
         else:
             _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top)
         if report.first_divergence:

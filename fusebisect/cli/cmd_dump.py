@@ -167,6 +167,8 @@ def register(app: typer.Typer) -> None:
         else:
             tree = scan_dumps(path)
             bad = [{"path": str(p), "reason": r} for p, r in tree.bad]
+            if not tree.entries and not bad:
+                raise DumpFormatError("no op dump files found", path=path)
             for entry in tree.entries:
                 try:
                     files += convert_file(entry.path, out, fmt)
@@ -178,3 +180,6 @@ def register(app: typer.Typer) -> None:
         else:
             common.out().print(f"wrote {len(files)} .npy files to {out}"
                                + (f"; skipped {len(bad)} unreadable files" if bad else ""))
+        if bad and not files:
+            raise DumpFormatError(f"none of the {len(bad)} dump files could be converted (first: {bad[0]['path']}: "
+                                  f"{bad[0]['reason']})", path=path)

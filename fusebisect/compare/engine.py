@@ -139,6 +139,8 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         golden_index = mp.index_golden(scan_golden(golden_path))
     else:
         golden_index = mp.index_tree(scan_dumps(golden_path), graph=with_graph, direct=ffts_direct)
+        if not golden_index.files:
+            raise DumpFormatError(f"no op dump files and no golden .npy files found in {golden_path}")
     my_g = _load_graph(my_graph)
     golden_g = _load_graph(golden_graph)
     ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
