@@ -52,6 +52,21 @@ def test_demo_random_rule_is_reproducible_by_seed(capsys):
     assert [c["rules"] for c in first["culprits"]] == [[first["demo"]["faulty"]]]
 
 
+def test_demo_picks_only_faults_the_job_shows_and_judges_interactions_fairly():
+    from fusebisect.cli.cmd_demo import choose_faulty, demo_rules, demo_verdict, fault_shows
+
+    # MulSquareFusionPass's fault (float16 Square saturating at 65504) never triggers in this job
+    assert not fault_shows("MulSquareFusionPass", 20) and fault_shows("GeluFusionPass", 20)
+    usable = ["MulSquareFusionPass", "GeluFusionPass"]
+    assert {choose_faulty(usable, seed, 20) for seed in range(6)} == {"GeluFusionPass"}
+    assert choose_faulty(demo_rules(), 7, 20) == choose_faulty(demo_rules(), 7, 20)
+    # LogSoftmaxFusionPass fuses what SoftmaxFusionPass built: the symptom needs both on, one set names both
+    assert "correct" in demo_verdict("LogSoftmaxFusionPass", [{"rules": ["SoftmaxFusionPass", "LogSoftmaxFusionPass"]}])
+    assert "wrong" in demo_verdict("LogSoftmaxFusionPass", [{"rules": ["SoftmaxFusionPass"]}])
+    assert "wrong" in demo_verdict("GeluFusionPass", [{"rules": ["GeluFusionPass"]}, {"rules": ["MulAddFusionPass"]}])
+    assert "wrong" in demo_verdict("GeluFusionPass", [])
+
+
 def test_demo_rejects_a_rule_it_cannot_use(capsys):
     assert main(["demo", "--faulty", "AReduceSumFusionPass"]) == 2  # forbidden-close: cannot be switched off
     err = capsys.readouterr().err
