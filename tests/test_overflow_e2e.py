@@ -166,10 +166,58 @@ def test_garbage_opdebug_is_a_per_file_problem(tmp_path, capsys):
     assert report.total == 3
     messages = {p.name: m for p, m in report.problems}
     assert "100 bytes" in messages[bad.name] and "neither the new layout" in messages[bad.name]
-    assert f"Opdebug.Node_OpDebug.8.0.{T0 + 6}" in messages
+    assert f"Opdebug.Node_OpDebug.8.0.{T0 + 6}" in messages and len(report.unreadable) == 2
     assert main(["overflow", str(tmp_path), "--json"]) == 1
     err = capsys.readouterr().err
     assert f"warning: {bad}" in err.replace("\n", "")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+@pytest.mark.parametrize("json_out", [False, True])
+def test_unreadable_opdebug_file_is_never_no_overflow(tmp_path, capsys, damage, json_out):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Mul", "mul1", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    debug = write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    debug.write_bytes(debug.read_bytes()[:100] if damage == "truncate" else b"xx\n")
+    assert main(["overflow", str(tmp_path)] + (["--json"] if json_out else [])) == 2
+    out, err = capsys.readouterr()
+    error = err.strip().splitlines()[-1]
+    assert error.startswith("fusebisect: error: 1 of 1 Opdebug files could not be read (first: ")
+    assert debug.name in error and error.endswith("overflow cannot be ruled out") and "Traceback" not in err
+    if json_out:
+        doc = json.loads(out)
+        assert doc["overflows"] == [] and [u["path"] for u in doc["unreadable"]] == [str(debug)]
+    else:
+        assert "No overflow" not in out and "1 of 1 Opdebug files could not be read" in out
+
+
+def test_unreadable_opdebug_file_next_to_readable_ones(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Mul", "mul1", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, new_record(3, 0, 0), T0 + 2, "binary")                        # read: no overflow
+    (leaf / f"Opdebug.Node_OpDebug.2.0.{T0 + 3}").write_bytes(b"not a dump at all")   # unreadable
+    # the readable record holds no overflow: that does not rule out one in the unreadable file
+    assert main(["overflow", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert "No overflow" not in out and "1 of 2 Opdebug files could not be read" in out
+    assert "the 1 read hold no overflow, but overflow cannot be ruled out" in err
+    # an overflow in a readable record: exit 1 as usual, still saying a record was unreadable
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 4, "binary", debug_task=4)
+    assert main(["overflow", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 3 Opdebug files could not be read" in out and "[1] [Mul] mul1" in out
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total"] == 1 and len(doc["unreadable"]) == 1 and doc["opdebug_files"] == 3
+
+
+def test_opdebug_file_with_an_unparsable_name_is_unreadable_not_absent(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Mul", "mul1", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary").rename(leaf / "Opdebug.Node_OpDebug.copy")
+    assert main(["overflow", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert "1 of 1 Opdebug files could not be read" in out and "no Opdebug" not in err
 
 
 def test_missing_dir_and_bad_limit_are_errors(tmp_path, capsys):

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from fusebisect.cli import common
+from fusebisect.errors import DumpFormatError
 from fusebisect.textutil import fmt_number
 
 HELP = (
@@ -18,7 +19,9 @@ HELP = (
     "(min, max, mean, NaN, +/-Inf, float16 values at 65504) with a one-line diagnosis.\n\n"
     "Without Opdebug files, [bold]--scan[/bold] walks the ordinary dumps in execution order and reports the first "
     "ops holding NaN/Inf or saturated float16 values.\n\n"
-    "Exit codes: 0 no overflow, 1 overflow found, 2 error.\n\n"
+    "Exit codes: 0 no overflow (every Opdebug record read), 1 overflow found (even when some Opdebug files could "
+    "not be read: the headline says so), 2 error, including Opdebug files that could not be read while the rest "
+    "hold no overflow (it cannot be ruled out).\n\n"
     "Example: fusebisect overflow ./dump/20240101000000 --graph ./ge_graphs --limit 3"
 )
 
@@ -31,6 +34,13 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
+def _unreadable_consequence(report) -> str:
+    if report.overflows:
+        return "overflows recorded in them are missing from this list"
+    read = report.opdebug_files - len(report.unreadable)
+    return (f"the {read} read hold no overflow, but " if read else "") + "overflow cannot be ruled out"
+
+
 def _render(report) -> None:
     from rich import box
     from rich.panel import Panel
@@ -39,8 +49,10 @@ def _render(report) -> None:
 
     console = common.out()
     what = "abnormal ops (scan)" if report.mode == "scan" else "overflow records"
-    if not report.overflows:
-        console.print(f"No {what} found under {report.dump_dir}.")
+    if report.unreadable:   # never "no overflow" when a record could not be read
+        console.print(Text(f"{report.unreadable_summary()}: {_unreadable_consequence(report)}.", style="bold red"))
+    elif not report.overflows:
+        console.print(Text(f"No {what} found under {report.dump_dir}."))
     for n, ov in enumerate(report.overflows, start=1):
         body = Table.grid(padding=(0, 1))
         body.add_column()
@@ -123,4 +135,6 @@ def register(app: typer.Typer) -> None:
             common.print_json(report.to_json())
         else:
             _render(report)
+        if report.unreadable and not report.total:
+            raise DumpFormatError(f"{report.unreadable_summary()}: {_unreadable_consequence(report)}")
         raise typer.Exit(1 if report.total else 0)

@@ -463,13 +463,33 @@ class OverflowReport:
     scanned: int = 0                  # op dumps read (scan mode)
     problems: list[tuple[Path, str]] = field(default_factory=list)   # per-file problems, not fatal
     notes: list[str] = field(default_factory=list)
+    #: Opdebug files no record could be decoded from, with the reason (also in ``problems``)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
+
+    def add_unreadable(self, path: Path, reason: str, *, prefix: str = "") -> None:
+        """Record an Opdebug file no record could be decoded from (in ``unreadable`` and ``problems``)."""
+        self.unreadable.append((path, reason))
+        self.problems.append((path, prefix + reason))
+
+    def unreadable_summary(self) -> str:
+        """``'N of M Opdebug files could not be read (first: PATH: reason)'``; '' when every one was read."""
+        if not self.unreadable:
+            return ""
+        path, reason = self.unreadable[0]
+        return (f"{len(self.unreadable)} of {self.opdebug_files} Opdebug files could not be read "
+                f"(first: {path}: {' '.join(reason.split())})")
 
     def to_json(self) -> dict:
-        """``{"overflows": [...], "total", "mode", "limit", "opdebug_files", "scanned", "problems", "notes"}``."""
+        """``{"overflows": [...], "total", "mode", "limit", "opdebug_files", "unreadable", "scanned", "problems",
+        "notes"}``."""
         return {"overflows": [o.to_json() for o in self.overflows], "total": self.total, "mode": self.mode,
                 "limit": self.limit, "dump_dir": str(self.dump_dir), "opdebug_files": self.opdebug_files,
-                "scanned": self.scanned,
-                "problems": [{"path": str(p), "message": m} for p, m in self.problems], "notes": list(self.notes)}
+                "unreadable": _path_messages(self.unreadable), "scanned": self.scanned,
+                "problems": _path_messages(self.problems), "notes": list(self.notes)}
+
+
+def _path_messages(items: list[tuple[Path, str]]) -> list[dict]:
+    return [{"path": str(p), "message": m} for p, m in items]
 
 
 _PASS_THROUGH_FORMATS = {"ND", "NCHW", "NHWC", "NCDHW", "NDHWC", "HWCN", "DHWCN", "CHWN", "NC", "CN", "NCL",
@@ -562,6 +582,11 @@ def _op_details(dump_path: Path, op_name: str,
     return inputs, outputs, gtype, list(dict.fromkeys(passes)), originals, origins
 
 
+def _reason(exc: Exception) -> str:
+    """The reason of a FusebisectError (without the path it names), else the OSError's text."""
+    return getattr(exc, "reason", None) or getattr(exc, "strerror", None) or str(exc)
+
+
 def _load_graph(graph):
     if graph is None or not isinstance(graph, (str, Path)):
         return graph
@@ -589,7 +614,9 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
     match each non-zero record to its op dump in the same iteration directory, and summarise the op's tensors.
     With ``scan``: walk ordinary dumps in execution order and report the first ops whose tensors hold NaN/Inf or
     float16 values at +/-65504. ``graph`` is a path for :func:`load_graph` or a loaded Graph; it adds op types,
-    pass names and original ops. Returns an OverflowReport (unreadable files are listed in ``problems``).
+    pass names and original ops. Returns an OverflowReport (unreadable files are listed in ``problems``; Opdebug
+    files no record could be decoded from also in ``unreadable``: with any, a report without overflows does not
+    mean there was none).
     Raises UsageError for ``limit < 1``, DumpFormatError/GraphFormatError if the directory or graph cannot be read.
     """
     from fusebisect.compare.tree import scan_dumps
@@ -605,10 +632,12 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         return _scan(root, tree, gindex, limit)
 
     report = OverflowReport(dump_dir=root, mode="opdebug", overflows=[], total=0, limit=limit)
-    report.problems.extend((Path(p), msg) for p, msg in tree.bad if Path(p).name.startswith("Opdebug"))
+    for p, msg in tree.bad:
+        if Path(p).name.startswith("Opdebug"):
+            report.add_unreadable(Path(p), msg)
     debug_entries = [e for e in tree.entries if _is_debug(e)]
-    report.opdebug_files = len(debug_entries)
-    if not debug_entries:
+    report.opdebug_files = len(debug_entries) + len(report.unreadable)
+    if not report.opdebug_files:
         report.notes.append(f"no Opdebug.Node_OpDebug.* files under {root}: no overflow was recorded "
                             f"(use --scan to look for NaN/Inf/65504 in ordinary dumps)")
         return report
@@ -625,20 +654,22 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
     for dbg in debug_entries:
         try:
             dump = read_dump(dbg.path)
-        except FusebisectError as exc:
-            report.problems.append((dbg.path, f"unreadable Opdebug file: {getattr(exc, 'reason', exc)}"))
+        except (FusebisectError, OSError) as exc:
+            report.add_unreadable(dbg.path, _reason(exc), prefix="unreadable Opdebug file: ")
             continue
         if not dump.outputs:
-            report.problems.append((dbg.path, "Opdebug file has no output tensor holding an overflow record"))
+            report.add_unreadable(dbg.path, "Opdebug file has no output tensor holding an overflow record")
             continue
         any_overflow = False
+        failures: list[str] = []
         for out in dump.outputs:
             try:
                 raw = getattr(out, "raw", None)   # the bytes as stored, whatever dtype the header claims
                 data = (np.asarray(raw()) if raw else np.ascontiguousarray(out.array())).tobytes()
                 records, problems = decode_record_ex(data)
-            except FusebisectError as exc:
-                report.problems.append((dbg.path, f"output {out.index}: {getattr(exc, 'reason', exc)}"))
+            except (FusebisectError, OSError) as exc:
+                failures.append(f"output {out.index}: {_reason(exc)}")
+                report.problems.append((dbg.path, failures[-1]))
                 continue
             report.problems.extend((dbg.path, f"output {out.index}: {p}") for p in problems)
             for rec in records:
@@ -649,7 +680,9 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                 op = _match(rec, cands, dbg.timestamp)
                 ts = op.timestamp if op is not None else dbg.timestamp
                 found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
-        if not any_overflow:
+        if len(failures) == len(dump.outputs):   # not one record decoded: this file tells nothing
+            report.unreadable.append((dbg.path, failures[0]))
+        elif not any_overflow:
             zero_files += 1
     if zero_files:
         report.notes.append(f"{zero_files} Opdebug file(s) hold only zero status words (no overflow)")
