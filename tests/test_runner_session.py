@@ -348,7 +348,8 @@ def test_check_oracle_exit_codes(target, tmp_path):
     assert Journal(tmp_path / "w128" / "journal.jsonl").load()[0]["event"] == "start"
 
 
-def test_parallel_jobs_use_device_slots(target, tmp_path):
+def _devices_seen(target, tmp_path, **kw) -> tuple[dict, set[str]]:
+    """Run a search whose every execution logs its ASCEND_RT_VISIBLE_DEVICES; return (run JSON, devices seen)."""
     target.env["T_FAULTY"] = RULES[0]
     script = tmp_path / "dev.py"
     script.write_text(textwrap.dedent(f'''
@@ -358,11 +359,30 @@ def test_parallel_jobs_use_device_slots(target, tmp_path):
         sys.argv = [{str(target.script)!r}]
         runpy.run_path({str(target.script)!r}, run_name="__main__")
     '''))
-    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", devices=["4", "5"],
-                  command=[sys.executable, str(script)]).run()
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", command=[sys.executable, str(script)], **kw).run()
     assert res.run_json["status"] == "found"
     devs = (tmp_path / "devs.txt").read_text().split()
-    assert set(devs) <= {"4", "5"} and len(devs) == res.run_json["executions"]
+    assert len(devs) == res.run_json["executions"]
+    return res.run_json, set(devs)
+
+
+def test_parallel_jobs_use_device_slots(target, tmp_path):
+    assert _devices_seen(target, tmp_path, devices=["4", "5"])[1] <= {"4", "5"}
+
+
+@pytest.mark.parametrize("visible,expected", [("4,5", {"4", "5"}), ("6, 7,8", {"6", "7"}), (None, {"0", "1"})])
+def test_jobs_take_their_devices_from_the_users_visible_devices(target, tmp_path, visible, expected):
+    target.env.pop("ASCEND_RT_VISIBLE_DEVICES", None)
+    if visible is not None:
+        target.env["ASCEND_RT_VISIBLE_DEVICES"] = visible
+    assert _devices_seen(target, tmp_path, jobs=2)[1] <= expected
+
+
+def test_jobs_beyond_the_users_visible_devices_is_an_error_before_any_run(target, tmp_path):
+    target.env["ASCEND_RT_VISIBLE_DEVICES"] = "4"
+    with pytest.raises(UsageError, match="--jobs 2 needs 2 devices but ASCEND_RT_VISIBLE_DEVICES='4' lists 1"):
+        session(target, tmp_path, jobs=2).run()
+    assert not target.calls() and not (tmp_path / "w").exists()
 
 
 def test_production_cfg_keeps_a_foreign_file(target, tmp_path):

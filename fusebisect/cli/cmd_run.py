@@ -39,7 +39,7 @@ def _split_csv(value: str | None) -> list[str] | None:
     items = [v.strip() for v in value.split(",") if v.strip()]
     if not items:
         raise UsageError("--devices: give device ids, e.g. --devices 0,1,2,3")
-    return items
+    return items  # (ids are checked by the runner)
 
 
 def run_session(opts):
@@ -110,16 +110,13 @@ def register(app: typer.Typer) -> None:
         if not command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run --metric 'loss ([0-9.]+)' "
                              "-- python train.py")
-        dev = _split_csv(devices)
-        if dev is not None and jobs not in (1, len(dev)):
-            raise UsageError(f"--jobs {jobs} and --devices with {len(dev)} ids disagree; give one of them")
         if max_runs is not None and max_runs < 1:
             raise UsageError("--max-runs must be >= 1")
         opts = RunOptions(command=list(command), workdir=workdir, metric=metric, metric_mode=metric_mode,
                           rtol=rtol, atol=atol, expect=expect, check=check, dumps=dumps, cosine=cosine,
                           max_abs_error=max_abs_error, rules=rules, repeat=repeat, flaky=flaky, jobs=jobs,
-                          devices=dev, timeout=timeout, graph_dump=not no_graph_dump, fresh=fresh, output=output,
-                          verify=not no_verify, max_runs=max_runs, seed=seed,
+                          devices=_split_csv(devices), timeout=timeout, graph_dump=not no_graph_dump,
+                          fresh=fresh, output=output, verify=not no_verify, max_runs=max_runs, seed=seed,
                           confidence=confidence)
         res, reports = run_session(opts)
         if as_json:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from fusebisect.errors import FusebisectError, UsageError
-from fusebisect.runner import oracles
+from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float
 from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
 from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths, read_text, substitute
@@ -304,14 +304,10 @@ class Session:
             dumps=oracles.DumpsSpec(cosine=opts.cosine, max_abs_error=opts.max_abs_error) if opts.dumps else None)
         if opts.repeat < 1:
             raise UsageError("--repeat must be >= 1")
-        if opts.jobs < 1:
-            raise UsageError("--jobs must be >= 1")
         if opts.timeout is not None and opts.timeout <= 0:
             raise UsageError("--timeout must be > 0 seconds")
-        workers = opts.workers
         # one ASCEND_RT_VISIBLE_DEVICES slot per parallel execution (unset when running one at a time)
-        self.slots: list[str | None] = list(opts.devices) if opts.devices else (
-            [str(i) for i in range(workers)] if workers > 1 else [None])
+        self.slots: list[str | None] = validation.device_slots(opts, self.env)
         self.registry = ProcessRegistry()
         self.records: list[TrialRecord] = []
         self.candidates: list[str] = []
