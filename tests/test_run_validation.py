@@ -4,13 +4,38 @@ corrected rerun."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
 
 from fusebisect.cli.app import main
 
+M = "loss ([0-9.]+)"
+
+
 @pytest.mark.parametrize("args,msg", [
+    # values out of range
+    (["--confidence", "1.5"], "--confidence must be between 0.5 and 1 (exclusive), got 1.5"),
+    (["--confidence", "0.5"], "--confidence must be between 0.5 and 1"),
+    (["--max-runs", "1"], "--max-runs must be >= 2"),
+    (["--metric", M, "--rtol", "-1"], "--rtol must be >= 0"),
+    (["--dumps", "--cosine", "1.5"], "--cosine must be between -1 and 1"),
+    (["--metric", M, "--expect", "nan"], "--expect must be a finite number"),
+    # the production switch file's path, and the check command, are checked before the search, not after it
+    (["-o", "{tmp}/no-such-dir/x.cfg"], "--output: directory {tmp}/no-such-dir does not exist"),
+    (["-o", "{tmp}"], "--output: {tmp} is a directory"),
+    (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
+    (["--check", "{tmp}/check.sh"], "--check: cannot run command '{tmp}/check.sh': no such file"),
+    # an oracle's options without their oracle would be ignored
+    (["--expect", "0.5"], "--expect without --metric"),
+    (["--rtol", "0.1", "--atol", "1"], "--rtol, --atol without --metric"),
+    (["--metric-mode", "curve"], "--metric-mode without --metric"),
+    (["--dumps", "--rtol", "0.1"], "--rtol without --metric"),
+    (["--cosine", "0.9"], "--cosine without --dumps"),
+    (["--metric", M, "--max-abs-error", "1"], "--max-abs-error without --dumps"),
+    (["--metric", M, "--metric-mode", "curve", "--expect", "0.5"], "--expect with --metric-mode curve"),
+    # devices
     (["--devices", "a,b"], "--devices: 'a' is not a device id (a non-negative integer)"),
     (["--devices", "0,1,0"], "--devices: device 0 given more than once"),
 ])
@@ -24,3 +49,13 @@ def test_bad_options_stop_before_any_run(args, msg, capsys, tmp_path):
     assert err.startswith("fusebisect: error: ") and err.count("\n") == 1, err
     assert msg.replace("{tmp}", str(tmp_path)) in err
     assert not marker.exists() and not work.exists()
+
+
+def test_a_corrected_rerun_is_not_refused(capsys, tmp_path):
+    work = tmp_path / "w"
+    job = ["--", sys.executable, "-c", "pass"]
+    assert main(["run", "--workdir", str(work), "--rules", "GeluFusionPass", "--confidence", "1.5", *job]) == 2
+    rc = main(["-q", "run", "--json", "--workdir", str(work), "--rules", "GeluFusionPass", "--confidence", "0.9",
+               *job])
+    out = capsys.readouterr().out
+    assert rc == 1 and json.loads(out)["status"] == "not_reproduced"

@@ -65,17 +65,22 @@ def register(app: typer.Typer) -> None:
                                                                 show_default=False)] = None,
         metric: Annotated[Optional[str], typer.Option(help="Regex with one capture group: the number to compare "
                                                            "(e.g. 'loss ([0-9.]+)').")] = None,
-        metric_mode: Annotated[str, typer.Option(help="last: the last match; curve: every match, point by "
-                                                      "point over the common prefix.")] = "last",
-        rtol: Annotated[float, typer.Option(help="Relative tolerance of the metric.")] = 1e-2,
-        atol: Annotated[float, typer.Option(help="Absolute tolerance of the metric.")] = 0.0,
-        expect: Annotated[Optional[float], typer.Option(help="Compare the metric with this value instead of "
-                                                             "the reference run.")] = None,
+        metric_mode: Annotated[Optional[str], typer.Option(help="--metric: last (default): the last match; "
+                                                                "curve: every match, point by point over the "
+                                                                "common prefix.", show_default=False)] = None,
+        rtol: Annotated[Optional[float], typer.Option(help="--metric: relative tolerance [default: 0.01].",
+                                                      show_default=False)] = None,
+        atol: Annotated[Optional[float], typer.Option(help="--metric: absolute tolerance [default: 0].",
+                                                      show_default=False)] = None,
+        expect: Annotated[Optional[float], typer.Option(help="--metric: compare the last match with this value "
+                                                             "instead of the reference run (not with curve).")
+                          ] = None,
         check: Annotated[Optional[str], typer.Option(help="Command run after each execution (same env): exit 0 "
                                                           "good, 125 skip, 1-127 bad, else abort.")] = None,
         dumps: Annotated[bool, typer.Option("--dumps", help="Compare each run's dumps with the reference run's "
                                                             "(fused ops mapped through the graphs).")] = False,
-        cosine: Annotated[float, typer.Option(help="--dumps: bad below this cosine similarity.")] = 0.99,
+        cosine: Annotated[Optional[float], typer.Option(help="--dumps: bad below this cosine similarity "
+                                                             "[default: 0.99].", show_default=False)] = None,
         max_abs_error: Annotated[Optional[float], typer.Option(help="--dumps: bad above this max absolute "
                                                                     "error.")] = None,
         rules: Annotated[Optional[str], typer.Option(help="Candidates: FILE or NAME,NAME,... (default: the rules "
@@ -98,9 +103,9 @@ def register(app: typer.Typer) -> None:
                                                        "(default WORKDIR/fusion_switch.cfg).")] = None,
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the final run with the production "
                                                                     "switch file.")] = False,
-        max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions.")] = None,
-        confidence: Annotated[float, typer.Option(help="Minimum confidence to name a culprit (else the verdict "
-                                                       "is inconclusive).")] = 0.95,
+        max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions (>= 2).")] = None,
+        confidence: Annotated[float, typer.Option(help="Minimum confidence to name a culprit, between 0.5 and 1 "
+                                                       "(else the verdict is inconclusive).")] = 0.95,
         seed: Annotated[int, typer.Option(help="Seed of the search's tie-breaks.")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
     ) -> None:
@@ -110,8 +115,6 @@ def register(app: typer.Typer) -> None:
         if not command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run --metric 'loss ([0-9.]+)' "
                              "-- python train.py")
-        if max_runs is not None and max_runs < 1:
-            raise UsageError("--max-runs must be >= 1")
         opts = RunOptions(command=list(command), workdir=workdir, metric=metric, metric_mode=metric_mode,
                           rtol=rtol, atol=atol, expect=expect, check=check, dumps=dumps, cosine=cosine,
                           max_abs_error=max_abs_error, rules=rules, repeat=repeat, flaky=flaky, jobs=jobs,

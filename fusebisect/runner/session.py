@@ -40,13 +40,15 @@ class RunOptions:
     command: list[str]  # CMD argv (after --); placeholders substituted per trial
     workdir: Path = Path("fusebisect-work")  # journal, trials/, switch/, result.json, fusion_switch.cfg
     metric: str | None = None  # --metric REGEX (one capture group)
-    metric_mode: str = "last"  # last | curve
-    rtol: float = 1e-2  # relative tolerance of the metric vs the reference (or --expect)
-    atol: float = 0.0  # absolute tolerance
+    # None: not given (an oracle option given without its oracle is an error; validation.resolve_options fills
+    # in the defaults: metric_mode last, rtol 1e-2, atol 0, cosine 0.99)
+    metric_mode: str | None = None  # last | curve
+    rtol: float | None = None  # relative tolerance of the metric vs the reference (or --expect)
+    atol: float | None = None  # absolute tolerance
     expect: float | None = None  # compare the metric with this value instead of the reference run
     check: str | None = None  # --check CMD2 (shlex-split)
     dumps: bool = False  # --dumps oracle
-    cosine: float = 0.99  # --dumps: bad below this cosine similarity
+    cosine: float | None = None  # --dumps: bad below this cosine similarity
     max_abs_error: float | None = None  # --dumps: bad above this max absolute error
     rules: str | None = None  # --rules FILE|NAME,...: the candidates (else the rules that fired)
     repeat: int = 1  # --repeat N: executions per configuration (engine decides)
@@ -288,26 +290,30 @@ class Session:
                  on_trial: Callable[[TrialRecord], None] | None = None) -> None:
         if not opts.command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run -- python train.py")
-        self.opts = opts
-        self.workdir = Path(opts.workdir).absolute()
-        self.journal = Journal(self.workdir / JOURNAL_NAME)
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd
-        self.progress = progress or Progress()
-        self.on_trial = on_trial
-        self._engine_cls = engine_cls
         self._catalog = catalog
+        # every option is checked here, before the journal is touched and before any execution
+        opts = validation.resolve_options(opts)
+        self.opts = opts
+        self.workdir = Path(opts.workdir).absolute()
+        validation.check_search_options(opts)
         self.judge = Judge(
             metric=oracles.compile_metric(opts.metric, mode=opts.metric_mode, rtol=opts.rtol, atol=opts.atol,
                                           expect=opts.expect) if opts.metric is not None else None,
             check=oracles.parse_check(opts.check) if opts.check is not None else None,
             dumps=oracles.DumpsSpec(cosine=opts.cosine, max_abs_error=opts.max_abs_error) if opts.dumps else None)
-        if opts.repeat < 1:
-            raise UsageError("--repeat must be >= 1")
-        if opts.timeout is not None and opts.timeout <= 0:
-            raise UsageError("--timeout must be > 0 seconds")
         # one ASCEND_RT_VISIBLE_DEVICES slot per parallel execution (unset when running one at a time)
         self.slots: list[str | None] = validation.device_slots(opts, self.env)
+        validation.check_paths(opts, self.workdir)
+        for flag, argv in (("", opts.command), ("--check: ", self.judge.check)):
+            problem = validation.program_problem(argv[0], env=self.env, cwd=cwd) if argv else None
+            if problem:
+                raise UsageError(f"{flag}cannot run command {argv[0]!r}: {problem}")
+        self.journal = Journal(self.workdir / JOURNAL_NAME)
+        self.progress = progress or Progress()
+        self.on_trial = on_trial
+        self._engine_cls = engine_cls
         self.registry = ProcessRegistry()
         self.records: list[TrialRecord] = []
         self.candidates: list[str] = []

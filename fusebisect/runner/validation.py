@@ -6,13 +6,112 @@ the journal is written: a journal holding a bad value would refuse the corrected
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
 import re
+import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from fusebisect.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusebisect.runner.session import RunOptions
+
+# Oracle options and their defaults, used when the option is not given (None). Given without their oracle
+# they would be silently ignored, so that is an error.
+METRIC_DEFAULTS = {"metric_mode": "last", "rtol": 1e-2, "atol": 0.0}
+DUMPS_DEFAULTS = {"cosine": 0.99}
+_FLAG = {"metric_mode": "--metric-mode", "rtol": "--rtol", "atol": "--atol", "expect": "--expect",
+         "cosine": "--cosine", "max_abs_error": "--max-abs-error"}
+
+
+def resolve_options(opts: "RunOptions") -> "RunOptions":
+    """Check the oracle options against their oracles and return ``opts`` with the defaults of the options not
+    given filled in. Raises UsageError for an oracle option without its oracle, or --expect with curve mode."""
+    for oracle, given, names in (("--metric", opts.metric is not None, (*METRIC_DEFAULTS, "expect")),
+                                 ("--dumps", opts.dumps, (*DUMPS_DEFAULTS, "max_abs_error"))):
+        stray = [_FLAG[n] for n in names if getattr(opts, n) is not None]
+        if stray and not given:
+            raise UsageError(f"{', '.join(stray)} without {oracle}: {'they tune' if len(stray) > 1 else 'it tunes'}"
+                             f" the {oracle} oracle, which is not in use; add {oracle} or drop "
+                             f"{'them' if len(stray) > 1 else 'it'}")
+    if opts.expect is not None and opts.metric_mode == "curve":
+        raise UsageError("--expect with --metric-mode curve: --expect is one value for the last match, curve "
+                         "compares every point with the reference run; use one of them")
+    filled = {k: v for k, v in {**METRIC_DEFAULTS, **DUMPS_DEFAULTS}.items() if getattr(opts, k) is None}
+    return dataclasses.replace(opts, **filled)
+
+
+def _number(flag: str, value: float | None, *, low: float | None = None, high: float | None = None,
+            low_open: bool = False, high_open: bool = False) -> None:
+    """Raise UsageError naming ``flag`` unless ``value`` (when given) is finite and within the bounds."""
+    if value is None:
+        return
+    ok = math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if low_open else value >= low
+    if ok and high is not None:
+        ok = value < high if high_open else value <= high
+    if not ok:
+        if low is not None and high is not None:
+            rng = f"between {low:g} and {high:g}" + (" (exclusive)" if low_open and high_open else "")
+        elif low is not None:
+            rng = f"{'>' if low_open else '>='} {low:g}"
+        else:
+            rng = "a finite number"
+        raise UsageError(f"{flag} must be {rng}, got {value:g}")
+
+
+def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathLike | None) -> str | None:
+    """Why ``program`` (an argv[0]) cannot be started, or None when it can: a path (it has a separator) must be
+    an executable file, relative to ``cwd``; a bare name must be found on the PATH of ``env``."""
+    if "{" in program:  # a placeholder, known only per trial
+        return None
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(cwd or ".") / program
+        if not path.exists():
+            return "no such file"
+        if path.is_dir():
+            return "it is a directory"
+        return None if os.access(path, os.X_OK) else "not executable (chmod +x?)"
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        return "not found on PATH"
+    return None
+
+
+def check_paths(opts: "RunOptions", workdir: Path) -> None:
+    """--workdir must be a directory (or not exist yet); the production switch file's target must not be a
+    directory and its directory must exist. Raises UsageError."""
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"--workdir: {workdir} exists and is not a directory")
+    target = Path(opts.output) if opts.output is not None else workdir / "fusion_switch.cfg"
+    flag = "--output" if opts.output is not None else "--workdir"
+    if target.is_dir():
+        raise UsageError(f"{flag}: {target} is a directory; the production switch file needs a file path")
+    parent = target.absolute().parent
+    if opts.output is not None:
+        if not parent.is_dir():
+            raise UsageError(f"--output: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise UsageError(f"--output: cannot write in {parent} (permission denied)")
+
+
+def check_search_options(opts: "RunOptions") -> None:
+    """Ranges of the options that shape the search and the executions. Raises UsageError."""
+    if opts.repeat < 1:
+        raise UsageError("--repeat must be >= 1")
+    if opts.max_runs is not None and opts.max_runs < 2:
+        raise UsageError(f"--max-runs must be >= 2 (the two gate runs), got {opts.max_runs}")
+    _number("--confidence", opts.confidence, low=0.5, high=1.0, low_open=True, high_open=True)
+    _number("--timeout", opts.timeout, low=0, low_open=True)
+    _number("--rtol", opts.rtol, low=0)
+    _number("--atol", opts.atol, low=0)
+    _number("--expect", opts.expect)
+    _number("--cosine", opts.cosine, low=-1, high=1)
+    _number("--max-abs-error", opts.max_abs_error, low=0)
+
 
 _DEVICE_RE = re.compile(r"[0-9]+")
 DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
