@@ -35,6 +35,12 @@ M = "loss ([0-9.]+)"
     (["--cosine", "0.9"], "--cosine without --dumps"),
     (["--metric", M, "--max-abs-error", "1"], "--max-abs-error without --dumps"),
     (["--metric", M, "--metric-mode", "curve", "--expect", "0.5"], "--expect with --metric-mode curve"),
+    # candidates: a misspelt name would switch nothing off; a path is a file
+    (["--rules", "LayerNormFusionpass,GeluFusionPass"],
+     "--rules: unknown rule 'LayerNormFusionpass' (did you mean LayerNormFusionPass"),
+    (["--rules", ""], "--rules: empty value"),
+    (["--rules", "/no/such/file.txt"], "--rules: /no/such/file.txt: no such file"),
+    (["--rules", "{tmp}"], "--rules: {tmp} is a directory"),
     # devices
     (["--devices", "a,b"], "--devices: 'a' is not a device id (a non-negative integer)"),
     (["--devices", "0,1,0"], "--devices: device 0 given more than once"),
@@ -59,3 +65,10 @@ def test_a_corrected_rerun_is_not_refused(capsys, tmp_path):
                *job])
     out = capsys.readouterr().out
     assert rc == 1 and json.loads(out)["status"] == "not_reproduced"
+
+
+def test_allow_unknown_rules_accepts_a_custom_pass(capsys, tmp_path):
+    rc = main(["-q", "run", "--json", "--workdir", str(tmp_path / "w"), "--rules", "MyCustomFusionPass",
+               "--allow-unknown-rules", "--", sys.executable, "-c", "pass"])
+    out = capsys.readouterr().out
+    assert rc == 1 and json.loads(out)["candidate_rules"] == ["MyCustomFusionPass"]

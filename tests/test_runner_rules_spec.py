@@ -3,7 +3,7 @@
 import pytest
 
 from fusebisect.errors import UsageError
-from fusebisect.runner.session import load_rules_spec
+from fusebisect.runner.validation import load_rules_spec
 
 
 def test_names_on_the_command_line_and_in_a_text_file(tmp_path):
@@ -52,3 +52,16 @@ def test_a_malformed_name_in_the_jobs_statistics_is_excluded_not_written(tmp_pat
     assert {"rule": 'bad"name;rm', "reason": "not a valid pass name (characters CANN never uses)"} in out["excluded"]
     for cfg in (tmp_path / "w" / "switch").iterdir():
         assert "bad" not in cfg.read_text()
+
+
+def test_a_value_that_looks_like_a_path_is_read_as_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "rules.txt").write_text("GeluFusionPass\n")
+    (tmp_path / "rules.txt").write_text("SoftmaxFusionPass\n")
+    assert load_rules_spec("sub/rules.txt") == ["GeluFusionPass"]   # a path separator: a file
+    assert load_rules_spec("rules.txt") == ["SoftmaxFusionPass"]    # an existing file, even without one
+    with pytest.raises(UsageError, match=r"^--rules: sub/other\.txt: no such file$"):
+        load_rules_spec("sub/other.txt")
+    with pytest.raises(UsageError, match="empty value"):
+        load_rules_spec(" ")

@@ -242,9 +242,19 @@ def test_rules_file(target, tmp_path):
     assert res.run_json["culprits"][0]["rules"] == [RULES[2]]
 
 
-def test_a_rule_the_catalog_does_not_know_is_kept_with_a_warning(target, tmp_path, capsys):
+def test_a_rule_the_catalog_does_not_know_is_an_error_before_any_run(target, tmp_path):
+    with pytest.raises(UsageError) as exc:
+        session(target, tmp_path, rules=f"{RULES[0]},GeluFusionPas").run()
+    msg = str(exc.value)
+    assert "--rules: unknown rule 'GeluFusionPas' (did you mean GeluFusionPass" in msg
+    assert "--allow-unknown-rules" in msg and "\n" not in msg
+    assert not target.calls() and not (tmp_path / "w").exists()
+
+
+def test_a_rule_the_catalog_does_not_know_is_kept_with_allow_unknown_rules(target, tmp_path, capsys):
     target.env.update(T_FAULTY=RULES[0], T_EXIT_BAD="1")
-    opts = RunOptions(command=target.command(), workdir=tmp_path / "w", rules=f"{RULES[0]},GeluFusionPas")
+    opts = RunOptions(command=target.command(), workdir=tmp_path / "w", rules=f"{RULES[0]},GeluFusionPas",
+                      allow_unknown_rules=True)
     res = Session(opts, engine_cls=FakeSearch, env=target.env, progress=Progress(live=False)).run()
     assert res.run_json["candidate_rules"] == [RULES[0], "GeluFusionPas"]
     err = " ".join(capsys.readouterr().err.split())

@@ -85,6 +85,9 @@ def register(app: typer.Typer) -> None:
                                                                     "error.")] = None,
         rules: Annotated[Optional[str], typer.Option(help="Candidates: FILE or NAME,NAME,... (default: the rules "
                                                           "that fired in the baseline run).")] = None,
+        allow_unknown_rules: Annotated[bool, typer.Option("--allow-unknown-rules", help="--rules may name rules "
+                                                          "the catalog does not know (custom fusion passes).")
+                                       ] = False,
         repeat: Annotated[int, typer.Option(help="Executions per configuration.")] = 1,
         flaky: Annotated[bool, typer.Option("--flaky", help="The job is noisy: repeat where verdicts are "
                                                             "uncertain, report a confidence.")] = False,
@@ -117,10 +120,10 @@ def register(app: typer.Typer) -> None:
                              "-- python train.py")
         opts = RunOptions(command=list(command), workdir=workdir, metric=metric, metric_mode=metric_mode,
                           rtol=rtol, atol=atol, expect=expect, check=check, dumps=dumps, cosine=cosine,
-                          max_abs_error=max_abs_error, rules=rules, repeat=repeat, flaky=flaky, jobs=jobs,
-                          devices=_split_csv(devices), timeout=timeout, graph_dump=not no_graph_dump,
-                          fresh=fresh, output=output, verify=not no_verify, max_runs=max_runs, seed=seed,
-                          confidence=confidence)
+                          max_abs_error=max_abs_error, rules=rules, allow_unknown_rules=allow_unknown_rules,
+                          repeat=repeat, flaky=flaky, jobs=jobs, devices=_split_csv(devices), timeout=timeout,
+                          graph_dump=not no_graph_dump, fresh=fresh, output=output, verify=not no_verify,
+                          max_runs=max_runs, seed=seed, confidence=confidence)
         res, reports = run_session(opts)
         if as_json:
             common.print_json(res.run_json)

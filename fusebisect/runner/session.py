@@ -51,6 +51,7 @@ class RunOptions:
     cosine: float | None = None  # --dumps: bad below this cosine similarity
     max_abs_error: float | None = None  # --dumps: bad above this max absolute error
     rules: str | None = None  # --rules FILE|NAME,...: the candidates (else the rules that fired)
+    allow_unknown_rules: bool = False  # --rules may name rules the catalog does not know (custom passes)
     repeat: int = 1  # --repeat N: executions per configuration (engine decides)
     flaky: bool = False  # --flaky: the job is noisy, use the noise-aware mode from the start
     jobs: int = 1  # parallel executions
@@ -119,39 +120,6 @@ def config_key(off: frozenset[str], on: frozenset[str] = frozenset()) -> str:
     """A short stable key of a configuration (sha256 of its sorted OFF names, then any rules set explicitly on)."""
     text = "\n".join(sorted(off)) + ("\n\0on\n" + "\n".join(sorted(on)) if on else "")
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-
-
-def load_rules_spec(spec: str) -> list[str]:
-    """Return the candidate rule names of ``--rules FILE|NAME,...``, validated, in order, each once.
-
-    A FILE is a switch file (the rules it names) or a text file with names separated by newlines/commas ('#'
-    comments). Raises UsageError for an invalid name, an empty list, or an unreadable file."""
-    from fusebisect.rules.switchfile import looks_like_json, parse_switch_text, validate_rule_name
-
-    path = Path(spec)
-    names: list[str] = []
-    if path.is_file():
-        try:
-            text = path.read_text(encoding="utf-8-sig")  # a BOM is common in files edited on Windows
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
-        content = any(ln.strip() and not ln.strip().startswith(("#", "//")) for ln in text.splitlines())
-        if content and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
-            names = parse_switch_text(text, path=path).mentioned()
-        else:
-            for line in text.splitlines():
-                line = line.split("#", 1)[0]
-                names.extend(p.strip() for p in line.replace(",", " ").split())
-    else:
-        names = [p.strip() for p in spec.split(",") if p.strip()]
-    if not names:
-        raise UsageError(f"--rules: no rule names in {spec!r}")
-    for name in names:
-        try:
-            validate_rule_name(name)
-        except UsageError as exc:
-            raise UsageError(f"--rules: {exc}") from None
-    return list(dict.fromkeys(names))
 
 
 class Progress:
@@ -305,6 +273,7 @@ class Session:
             dumps=oracles.DumpsSpec(cosine=opts.cosine, max_abs_error=opts.max_abs_error) if opts.dumps else None)
         # one ASCEND_RT_VISIBLE_DEVICES slot per parallel execution (unset when running one at a time)
         self.slots: list[str | None] = validation.device_slots(opts, self.env)
+        self.rule_names = validation.candidate_rules(opts, self.catalog)  # --rules, else None
         validation.check_paths(opts, self.workdir)
         for flag, argv in (("", opts.command), ("--check: ", self.judge.check)):
             problem = validation.program_problem(argv[0], env=self.env, cwd=cwd) if argv else None
@@ -598,15 +567,15 @@ class Session:
         disableable rules. Returns the baseline record when one was run."""
         catalog = self.catalog
         baseline = None
-        if self.opts.rules:
-            names = load_rules_spec(self.opts.rules)
+        if self.rule_names is not None:
+            names = self.rule_names
             source = "--rules"
-            for name in names:
+            for name in names:  # only with --allow-unknown-rules (else a usage error before any run)
                 if catalog.get(name) is None:
                     hints = catalog.suggest(name)
                     self.progress.log(f"[yellow]warning:[/yellow] --rules: {name} is not a rule the catalog knows"
                                       + (f" (did you mean {', '.join(hints)}?)" if hints else "")
-                                      + "; kept, but a misspelt name switches nothing off")
+                                      + "; kept (--allow-unknown-rules), but a misspelt name switches nothing off")
         else:
             self.progress.log("running the baseline (default configuration) to see which rules fire")
             index, paths, result, m = self.execute(frozenset(), "baseline", self.slots[0])

@@ -150,3 +150,62 @@ def _device_ids(where: str, ids: list[str]) -> list[str]:
     if dup:
         raise UsageError(f"{where}: device {', '.join(dup)} given more than once")
     return ids
+
+
+def load_rules_spec(spec: str) -> list[str]:
+    """Return the candidate rule names of ``--rules FILE|NAME,...``, validated, in order, each once.
+
+    A value with a path separator, or naming an existing file, is a FILE: a switch file (the rules it names) or
+    a text file with names separated by newlines/commas ('#' comments). Raises UsageError for an empty value, a
+    missing or unreadable file, an invalid name, or no names at all."""
+    from fusebisect.rules.switchfile import looks_like_json, parse_switch_text, validate_rule_name
+
+    if not spec.strip():
+        raise UsageError("--rules: empty value; give FILE or NAME,NAME,...")
+    path = Path(spec)
+    names: list[str] = []
+    if os.sep in spec or (os.altsep and os.altsep in spec) or path.exists():
+        if not path.exists():
+            raise UsageError(f"--rules: {spec}: no such file")
+        if path.is_dir():
+            raise UsageError(f"--rules: {spec} is a directory; give a file or NAME,NAME,...")
+        try:
+            text = path.read_text(encoding="utf-8-sig")  # a BOM is common in files edited on Windows
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
+        content = any(ln.strip() and not ln.strip().startswith(("#", "//")) for ln in text.splitlines())
+        if content and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
+            names = parse_switch_text(text, path=path).mentioned()
+        else:
+            for line in text.splitlines():
+                line = line.split("#", 1)[0]
+                names.extend(p.strip() for p in line.replace(",", " ").split())
+    else:
+        names = [p.strip() for p in spec.split(",") if p.strip()]
+    if not names:
+        raise UsageError(f"--rules: no rule names in {spec!r}")
+    for name in names:
+        try:
+            validate_rule_name(name)
+        except UsageError as exc:
+            raise UsageError(f"--rules: {exc}") from None
+    return list(dict.fromkeys(names))
+
+
+def candidate_rules(opts: "RunOptions", catalog) -> list[str] | None:
+    """The names of ``--rules`` (None when not given). A name the catalog does not know is a usage error with
+    the catalog's suggestions (a misspelt name switches nothing off and misleads the search), unless
+    ``allow_unknown_rules`` (custom passes). Raises UsageError."""
+    if opts.rules is None:
+        return None
+    names = load_rules_spec(opts.rules)
+    unknown = [n for n in names if catalog.get(n) is None]
+    if unknown and not opts.allow_unknown_rules:
+        parts = []
+        for name in unknown:
+            hints = catalog.suggest(name)
+            parts.append(repr(name) + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
+        raise UsageError(f"--rules: unknown rule{'s' if len(unknown) > 1 else ''} {', '.join(parts)}: not in the "
+                         f"rule catalog, so switching {'them' if len(unknown) > 1 else 'it'} off would do nothing; "
+                         f"fix the spelling, or pass --allow-unknown-rules for custom fusion passes")
+    return names
