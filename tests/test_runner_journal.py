@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fusebisect.runner.journal import Journal, JournalError, decode_float, encode_float
+from fusebisect.runner.journal import Journal, JournalError, decode_float, encode_float, set_aside_previous_run
 
 
 def test_append_and_load(tmp_path):
@@ -43,12 +43,25 @@ def test_corruption_in_the_middle_is_an_error(tmp_path):
         Journal(path).load()
 
 
-def test_move_aside(tmp_path):
-    path = tmp_path / "journal.jsonl"
-    j = Journal(path)
-    assert j.move_aside() is None
-    j.append({"event": "start"})
-    first = j.move_aside()
-    j.append({"event": "start", "n": 2})
-    second = j.move_aside()
-    assert first != second and first.exists() and second.exists() and not path.exists()
+def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):
+    w = tmp_path / "w"
+    assert set_aside_previous_run(w) is None  # nothing to move
+    (w / "trials" / "0001-abc").mkdir(parents=True)
+    for name in ("journal.jsonl", "result.json", "report.html", "report.md", "fusion_switch.cfg"):
+        (w / name).write_text(name)
+    (w / "out").mkdir()
+    (w / "out" / "prod.cfg").write_text("prod")  # a production file the run wrote elsewhere in the workdir
+    (w / "switch").mkdir()
+    (w / "switch" / "fusion_switch.x.cfg").write_text("shared")
+    target, moved = set_aside_previous_run(w, [w / "out" / "prod.cfg", tmp_path / "elsewhere.cfg"])
+    assert target.parent == w / "previous"
+    assert sorted(moved) == sorted(["journal.jsonl", "result.json", "report.html", "report.md",
+                                    "fusion_switch.cfg", "trials", "out/prod.cfg"])
+    for rel in moved:
+        assert (target / rel).exists() and not (w / rel).exists()
+    assert (target / "report.md").read_text() == "report.md" and (target / "trials" / "0001-abc").is_dir()
+    assert (w / "switch" / "fusion_switch.x.cfg").read_text() == "shared"  # content-hashed, shared by runs
+    (w / "journal.jsonl").write_text("second")
+    second, _ = set_aside_previous_run(w)
+    assert second != target and (second / "journal.jsonl").read_text() == "second"
+    assert (target / "journal.jsonl").read_text() == "journal.jsonl"

@@ -332,8 +332,8 @@ def test_journal_of_another_command_needs_fresh(target, tmp_path):
         session(target, tmp_path, metric=r"loss ([0-9.]+)", command=target.command("--other")).run()
     res = session(target, tmp_path, metric=r"loss ([0-9.]+)", rtol=0.5, fresh=True).run()
     assert res.run_json["status"] == "found"
-    old = list((tmp_path / "w").glob("journal.*.jsonl"))
-    assert len(old) == 1 and Journal(old[0]).load()[0]["event"] == "start"
+    old = list((tmp_path / "w" / "previous").glob("*/journal.jsonl"))
+    assert len(old) == 1 and Journal(old[0]).load()[0]["options"]["rtol"] == 0.01
 
 
 def test_check_oracle_exit_codes(target, tmp_path):
@@ -473,3 +473,31 @@ def test_search_options_reach_the_engine(target, tmp_path):
     session(target, tmp_path, Recording, metric=r"loss ([0-9.]+)", flaky=True, repeat=2, devices=["0", "1", "2"],
             max_runs=30, seed=7, confidence=0.99).run()
     assert seen == {"flaky": True, "repeat": 2, "workers": 3, "confidence": 0.99, "max_executions": 30, "seed": 7}
+
+
+def test_fresh_sets_the_previous_runs_outputs_aside_and_numbers_runs_from_1(target, tmp_path):
+    work = tmp_path / "w"
+    target.env["T_FAULTY"] = RULES[1]
+    first = session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json
+    assert first["status"] == "found" and (work / "fusion_switch.cfg").is_file()
+    for name in ("report.html", "report.md"):  # written by the CLI after each run
+        (work / name).write_text(f"old {name}")
+    with pytest.raises(UsageError, match="--confidence"):  # a rejected --fresh run moves nothing
+        session(target, tmp_path, metric=r"loss ([0-9.]+)", fresh=True, confidence=1.5).run()
+    assert (work / "fusion_switch.cfg").is_file() and not (work / "previous").exists()
+    del target.env["T_FAULTY"]
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", fresh=True).run().run_json
+    assert res["status"] == "not_reproduced" and res["switch_file"] is None
+    # nothing of the old run is left where CI would pick it up, and nothing of it is lost
+    assert not (work / "fusion_switch.cfg").exists()
+    assert not (work / "report.html").exists() and not (work / "report.md").exists()
+    assert json.loads((work / "result.json").read_text())["status"] == "not_reproduced"
+    [old] = (work / "previous").iterdir()
+    assert RULES[1] in (old / "fusion_switch.cfg").read_text()
+    assert json.loads((old / "result.json").read_text())["status"] == "found"
+    assert (old / "report.html").read_text() == "old report.html"
+    assert len(list((old / "trials").iterdir())) == first["executions"]
+    # the new run's numbers start again at 1
+    assert [t["index"] for t in res["trials"]] == list(range(1, res["executions"] + 1))
+    assert sorted(p.name[:4] for p in (work / "trials").iterdir()) == [f"{i:04d}" for i in
+                                                                        range(1, res["executions"] + 1)]

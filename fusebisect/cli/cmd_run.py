@@ -100,8 +100,9 @@ def register(app: typer.Typer) -> None:
         no_graph_dump: Annotated[bool, typer.Option("--no-graph-dump", help="Do not set DUMP_GE_GRAPH & co.")
                                  ] = False,
         workdir: Annotated[Path, typer.Option(help="Journal, trials and results.")] = Path("fusebisect-work"),
-        fresh: Annotated[bool, typer.Option("--fresh", help="Start over (the old journal is moved aside).")
-                         ] = False,
+        fresh: Annotated[bool, typer.Option("--fresh", help="Start over: the previous run's journal, result.json, "
+                                                            "reports, production switch file and trials move to "
+                                                            "WORKDIR/previous/.")] = False,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Production fusion_switch.cfg "
                                                        "(default WORKDIR/fusion_switch.cfg).")] = None,
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the final run with the production "

@@ -108,18 +108,41 @@ class Journal:
                 handle.flush()
                 os.fsync(handle.fileno())
 
-    def move_aside(self) -> Path | None:
-        """Rename the journal to ``journal.<timestamp>.jsonl`` (for ``--fresh``); return the new path or None."""
-        if not self.path.exists():
-            return None
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"journal.{stamp}.jsonl")
-        n = 1
-        while target.exists():
-            target = self.path.with_name(f"journal.{stamp}.{n}.jsonl")
-            n += 1
-        os.replace(self.path, target)
-        return target
+
+# What one run leaves in its workdir besides the content-hashed switch/ files (which any run may share)
+RUN_OUTPUTS = (JOURNAL_NAME, "result.json", "report.html", "report.md", "fusion_switch.cfg", "trials")
+PREVIOUS_DIR = "previous"
+
+
+def set_aside_previous_run(workdir: str | os.PathLike[str],
+                           extra: Iterable[Path] = ()) -> tuple[Path, list[str]] | None:
+    """Move the previous run's outputs (:data:`RUN_OUTPUTS`, plus ``extra`` paths inside the workdir, e.g. a
+    production switch file written elsewhere in it) into ``WORKDIR/previous/<timestamp>/``, keeping their
+    relative paths, for ``--fresh``: nothing is deleted, and the workdir then reflects only the new run.
+
+    Returns (that directory, the relative paths moved), or None when there was nothing to move. Raises OSError."""
+    workdir = Path(workdir).absolute()
+    moving: list[Path] = []
+    for path in [workdir / name for name in RUN_OUTPUTS] + [Path(p).absolute() for p in extra]:
+        inside = path != workdir and path.is_relative_to(workdir) and not path.is_relative_to(workdir / PREVIOUS_DIR)
+        if inside and (path.exists() or path.is_symlink()) and path not in moving:
+            moving.append(path)
+    if not moving:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = workdir / PREVIOUS_DIR / stamp
+    n = 1
+    while target.exists():
+        target = workdir / PREVIOUS_DIR / f"{stamp}.{n}"
+        n += 1
+    target.mkdir(parents=True)
+    moved = []
+    for path in moving:
+        rel = path.relative_to(workdir)
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target / rel)
+        moved.append(str(rel))
+    return target, moved
 
 
 def events(records: Iterable[dict], kind: str) -> list[dict]:

@@ -21,7 +21,8 @@ from typing import Any, Callable, Sequence
 
 from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles, validation
-from fusebisect.runner.journal import JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float
+from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
+                                       set_aside_previous_run)
 from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
 from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths, read_text, substitute
 
@@ -58,7 +59,7 @@ class RunOptions:
     devices: list[str] | None = None  # device ids, one slot per parallel execution
     timeout: float | None = None  # seconds per execution (and per check)
     graph_dump: bool = True  # set DUMP_GE_GRAPH/DUMP_GRAPH_LEVEL/DUMP_GRAPH_PATH
-    fresh: bool = False  # move the old journal aside and start over
+    fresh: bool = False  # move the previous run's journal, results, reports and trials aside and start over
     output: Path | None = None  # production switch file (default WORKDIR/fusion_switch.cfg)
     verify: bool = True  # run the production switch file once more at the end
     max_runs: int | None = None  # budget of executions for the engine
@@ -507,9 +508,9 @@ class Session:
         command), RunAborted (--check asked to abort), Interrupted (Ctrl-C; children killed, journal kept)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.opts.fresh:
-            moved = self.journal.move_aside()
+            moved = set_aside_previous_run(self.workdir, self._previous_production_file())
             if moved is not None:
-                self.progress.log(f"previous journal moved to {moved}")
+                self.progress.log(f"the previous run's {', '.join(moved[1])} moved to {moved[0]}")
         try:
             return self._run()
         except KeyboardInterrupt:
@@ -517,6 +518,14 @@ class Session:
             raise Interrupted(self._resume_hint()) from None
         finally:
             self.progress.close()
+
+    def _previous_production_file(self) -> list[Path]:
+        """The production switch file the previous run in this workdir wrote (from its result.json), if any."""
+        try:
+            previous = json.loads((self.workdir / "result.json").read_text(encoding="utf-8"))
+            return [Path(previous["switch_file"])] if previous.get("switch_file") else []
+        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+            return []
 
     def _resume_hint(self) -> str:
         return (f"interrupted after {self.executed} runs; the journal is kept in {self.journal.path}. "
