@@ -501,3 +501,28 @@ def test_fresh_sets_the_previous_runs_outputs_aside_and_numbers_runs_from_1(targ
     assert [t["index"] for t in res["trials"]] == list(range(1, res["executions"] + 1))
     assert sorted(p.name[:4] for p in (work / "trials").iterdir()) == [f"{i:04d}" for i in
                                                                         range(1, res["executions"] + 1)]
+
+
+def test_a_reference_invalid_twice_stops_the_run_at_the_gates(target, tmp_path):
+    from fusebisect.search import Search
+
+    target.env.update(T_FAULTY=RULES[3], T_CRASH_OFF=RULES[0])  # the all-off reference crashes every time
+    res = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run()
+    j = res.run_json
+    assert j["status"] == "inconclusive" and res.exit_code == 1
+    assert [t["role"] for t in j["trials"]] == ["baseline", "reference", "repeat"]
+    assert len(target.calls()) == 3  # no baseline rerun that could only stay "pending"
+    assert "reference run was INVALID twice (run 2: crash (exit 3); run 3: crash (exit 3))" in j["message"]
+
+
+def test_a_job_that_ignores_the_switch_file_stops_after_the_reference(target, tmp_path):
+    from fusebisect.search import Search
+
+    target.env.update(T_FAULTY=RULES[3], T_IGNORE=",".join(RULES))  # every rule fires whatever the switch file says
+    res = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run()
+    j = res.run_json
+    assert j["status"] == "inconclusive" and res.exit_code == 1
+    assert len(target.calls()) == 2 and j["executions"] == 2
+    assert j["message"].startswith("The switch file was ignored: all 5 candidate rules still fired")
+    again = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run().run_json
+    assert len(target.calls()) == 2 and again["status"] == "inconclusive"  # resuming runs nothing more

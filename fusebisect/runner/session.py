@@ -672,11 +672,30 @@ class Session:
                     self.judge_record(rec)
                     if rec.pending:
                         rec.outcome, rec.reason = INVALID, "no valid reference run to compare with"
-        self.engine = self._make_engine()
-        self._rebuild = False
-        self._maybe_prior()
-        self._drive()
-        return self._finish()
+        if self.gate_stop() is None:
+            self.engine = self._make_engine()
+            self._rebuild = False
+            self._maybe_prior()
+            self._drive()
+        return self._finish(self.gate_stop())
+
+    def gate_stop(self) -> str | None:
+        """Why no further run can tell anything, read from the all-candidates-off reference runs, or None:
+        every candidate it turned off still fired (the job ignores the switch file), or it was INVALID twice
+        while the oracle judges every other run against it (like the engine's own gate retry)."""
+        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"]
+        for rec in refs:
+            if set(self.candidates) <= set(rec.ignored):
+                return (f"The switch file was ignored: all {len(self.candidates)} candidate rules still fired "
+                        f"with every one of them turned off (the all-candidates-off reference, run {rec.index}), "
+                        f"so no run can tell a rule's effect. Make the job hand FUSEBISECT_SWITCH_FILE to the "
+                        f"framework (see the trial contract) and disable compile caches; nothing can be "
+                        f"concluded.")
+        if self.judge.needs_reference and len(refs) >= 2 and all(r.outcome == INVALID for r in refs):
+            why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in refs[:2])
+            return (f"The all-candidates-off reference run was INVALID twice ({why}); every other run is judged "
+                    f"against it, so nothing can be concluded.")
+        return None
 
     def _maybe_prior(self) -> None:
         """Once baseline and reference both ran with dumps: compare them, journal the rows, and give the first
@@ -739,7 +758,8 @@ class Session:
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial")
         try:
             while True:
-                if not engine.done and len(inflight) < workers and not self.registry.stopping:
+                stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
+                if not engine.done and not stopped and len(inflight) < workers and not self.registry.stopping:
                     running = {v[0] for v in inflight.values()}
                     for off in engine.propose():
                         off = frozenset(off)
@@ -751,7 +771,7 @@ class Session:
                         inflight[fut] = (off, role, device)
                         running.add(off)
                 if not inflight:
-                    if not engine.done:
+                    if not engine.done and not stopped:
                         self.notes.append("the search engine proposed nothing more before finishing")
                     break
                 done, _ = wait(list(inflight), timeout=0.5, return_when=FIRST_COMPLETED)
@@ -776,10 +796,18 @@ class Session:
 
     # ------------------------------------------------------------------ the end
 
-    def _finish(self) -> SessionResult:
+    def _finish(self, stop: str | None = None) -> SessionResult:
+        """Write the production switch file (when a culprit was found) and result.json; ``stop``: why the run
+        ended at the gates without the engine (see :meth:`gate_stop`), an inconclusive verdict."""
         from fusebisect.runner.result import build_run_json
 
-        result = self.engine.result
+        if stop is not None:
+            from fusebisect.search.model import SearchResult, theoretical_bound
+
+            result = SearchResult(status="inconclusive", culprits=[], executions=self.executed,
+                                  bound=theoretical_bound(len(self.candidates), 1), message=stop)
+        else:
+            result = self.engine.result
         verify = None
         switch_path = None
         if result is not None and result.status == "found" and result.culprits:
