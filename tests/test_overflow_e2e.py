@@ -290,6 +290,22 @@ def test_scan_clean_dumps_exit_zero(tmp_path, capsys):
     assert "No abnormal ops (scan) found" in capsys.readouterr().out
 
 
+def test_scan_with_an_unreadable_dump_never_says_none_found(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    (leaf / f"Mul.mul1.2.0.{T0 + 2}").write_bytes(b"truncated")   # may have held the abnormal values
+    assert main(["overflow", str(tmp_path), "--scan"]) == 2
+    captured = capsys.readouterr()
+    assert "No abnormal ops" not in captured.out
+    assert "1 of 2 op dump files could not be read (first: " in " ".join(captured.err.split())
+    assert "the 1 read hold no abnormal values, but abnormal values cannot be ruled out" in " ".join(
+        captured.err.split())
+    write_op(leaf, "Relu", "relu1", 3, 0, T0 + 3, [CLEAN], [SATURATED], "binary")
+    assert main(["overflow", str(tmp_path), "--scan", "--json"]) == 1    # found one: still says what it missed
+    doc = json.loads(capsys.readouterr().out)
+    assert [o["op_name"] for o in doc["overflows"]] == ["relu1"] and len(doc["unreadable"]) == 1
+
+
 @pytest.mark.parametrize("encoding", ["binary", "nano"])
 def test_without_graph_the_dump_origin_is_not_called_the_original_ops(tmp_path, capsys, encoding):
     # a fused MatMul+BiasAdd: the dump records only which original op its output stands for (fc1_BiasAdd)

@@ -37,8 +37,9 @@ def _rel(path: Path, root: Path) -> str:
 def _unreadable_consequence(report) -> str:
     if report.overflows:
         return "overflows recorded in them are missing from this list"
-    read = report.opdebug_files - len(report.unreadable)
-    return (f"the {read} read hold no overflow, but " if read else "") + "overflow cannot be ruled out"
+    read = report.files_read - len(report.unreadable)
+    what = "abnormal values" if report.mode == "scan" else "overflow"
+    return (f"the {read} read hold no {what}, but " if read else "") + f"{what} cannot be ruled out"
 
 
 def _render(report) -> None:

@@ -460,7 +460,7 @@ class OverflowReport:
     total: int                        # overflows found in all (scan: found before stopping at the limit)
     limit: int
     opdebug_files: int = 0
-    scanned: int = 0                  # op dumps read (scan mode)
+    scanned: int = 0                  # op dump files looked at (scan mode; unreadable ones included)
     problems: list[tuple[Path, str]] = field(default_factory=list)   # per-file problems, not fatal
     notes: list[str] = field(default_factory=list)
     #: Opdebug files no record could be decoded from, with the reason (also in ``problems``)
@@ -471,12 +471,19 @@ class OverflowReport:
         self.unreadable.append((path, reason))
         self.problems.append((path, prefix + reason))
 
+    @property
+    def files_read(self) -> int:
+        """The files this report is about (Opdebug files; op dumps in scan mode), unreadable ones included."""
+        return self.scanned if self.mode == "scan" else self.opdebug_files
+
     def unreadable_summary(self) -> str:
-        """``'N of M Opdebug files could not be read (first: PATH: reason)'``; '' when every one was read."""
+        """``'N of M Opdebug files could not be read (first: PATH: reason)'`` (scan mode: op dump files); '' when
+        every one was read."""
         if not self.unreadable:
             return ""
         path, reason = self.unreadable[0]
-        return (f"{len(self.unreadable)} of {self.opdebug_files} Opdebug files could not be read "
+        kind = "op dump files" if self.mode == "scan" else "Opdebug files"
+        return (f"{len(self.unreadable)} of {self.files_read} {kind} could not be read "
                 f"(first: {path}: {' '.join(reason.split())})")
 
     def to_json(self) -> dict:
@@ -716,7 +723,9 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
 
 def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
     report = OverflowReport(dump_dir=root, mode="scan", overflows=[], total=0, limit=limit)
-    report.problems.extend((Path(p), msg) for p, msg in tree.bad)
+    for p, msg in tree.bad:     # a file that cannot be read may hold the abnormal values: never "none found"
+        report.scanned += 1
+        report.add_unreadable(Path(p), msg)
     for e in tree.entries:
         if _is_debug(e):
             continue
@@ -724,7 +733,7 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
         try:
             inputs, outputs, gtype, passes, originals, origins = _op_details(e.path, e.op_name, gindex)
         except FusebisectError as exc:
-            report.problems.append((e.path, f"unreadable op dump: {getattr(exc, 'reason', exc)}"))
+            report.add_unreadable(e.path, str(getattr(exc, "reason", exc)), prefix="unreadable op dump: ")
             continue
         bad = [s for s in inputs + outputs if s.abnormal]
         if not bad:
@@ -741,6 +750,6 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
         if len(report.overflows) >= limit:
             break
     report.total = len(report.overflows)
-    if report.total >= limit and report.scanned < sum(1 for e in tree.entries if not _is_debug(e)):
+    if report.total >= limit and report.scanned < len(tree.bad) + sum(1 for e in tree.entries if not _is_debug(e)):
         report.notes.append(f"stopped after the first {limit} abnormal ops ({report.scanned} dumps read)")
     return report
