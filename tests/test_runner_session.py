@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from fusebisect.errors import UsageError
 from fusebisect.runner.journal import Journal
 from fusebisect.runner.oracles import RunAborted
+from fusebisect.runner.result import render_report
 from fusebisect.runner.session import Progress, RunOptions, Session
 
 RULES = ["ABatchnormFusionPass", "AArgMaxV2FusionPass", "AAMatMulNzToNdFusionPass", "AddRmsNormFusionPass",
@@ -435,10 +437,18 @@ def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp
     assert last["off"] == [] and last["explicit_on"] == [RULES[2]]
     assert sum(1 for c in target.calls() if c["explicit_on"]) == 1
     assert j["executions"] == len(target.calls())
+    # the summary counts the same runs as "executions": the search's, and the verification after it
+    assert f" in {j['executions'] - 1} runs + 1 verification " in j["message"], j["message"]
+    assert [t.get("final", False) for t in j["trials"]] == [False] * (j["executions"] - 1) + [True]
     # resuming a finished run reuses the journaled verification instead of running it again
     again = session(target, tmp_path, engine=Search).run()
     assert again.run_json["verify"]["trial_dir"] == j["verify"]["trial_dir"]
     assert len(target.calls()) == j["executions"]
+    assert again.run_json["message"] == j["message"]
+    console = Console(record=True, width=300)
+    render_report(console, j)
+    n = j["executions"]
+    assert f"executions: {n} ({n - 1} searching + 1 verification; theoretical bound" in console.export_text()
 
 
 def test_kill_9_of_the_runner_and_resume(target, tmp_path):

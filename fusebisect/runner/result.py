@@ -8,6 +8,7 @@ Run JSON (contract): ``status``, ``culprits`` (rules, confidence, direction, fus
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
@@ -44,7 +45,17 @@ def trial_row(rec: "TrialRecord") -> dict[str, Any]:
     return {"index": rec.index, "config_off": sorted(rec.off), "outcome": rec.outcome,
             "metric": _metric(rec.measurement.metric), "seconds": round(rec.measurement.seconds, 3),
             "role": rec.role, "key": rec.key, "reason": rec.reason, "exit_code": rec.measurement.exit_code,
-            "trial_dir": str(rec.paths.trial_dir), **({"config_on": sorted(rec.on)} if rec.on else {})}
+            "trial_dir": str(rec.paths.trial_dir), **({"config_on": sorted(rec.on)} if rec.on else {}),
+            **({"final": True} if rec.final else {})}
+
+
+def restate_runs(message: str, said: int, searched: int, final: int) -> str:
+    """The engine's message counts the runs it observed (``said``); restate it with the session's count of the
+    search's runs, plus the final verification runs, which come after the search, so that it agrees with the
+    run JSON's ``executions`` (= searched + final)."""
+    new = f"{searched} runs" + (f" + {final} verification" if final else "")
+    restated, n = re.subn(rf"\b{said} runs\b", new, message, count=1)
+    return restated if n else message + (f" (+{final} verification run)" if final else "")
 
 
 def build_run_json(session: "Session", result, switch_path: Path | None, verify: "TrialRecord | None") -> dict:
@@ -73,9 +84,12 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         repro = {"good": repro_argv(session, frozenset(good), "good"),
                  "bad": repro_argv(session, frozenset(bad), "bad")}
     ignored = sorted({r for rec in session.records for r in rec.ignored})
+    final = sum(1 for rec in session.records if rec.final)
+    message = "the search stopped without a verdict" if result is None else \
+        restate_runs(result.message, result.executions, session.executed - final, final)
     return {
         "status": status,
-        "message": result.message if result is not None else "the search stopped without a verdict",
+        "message": message,
         "culprits": culprits,
         "executions": session.executed,
         "engine_executions": result.executions if result is not None else None,
@@ -121,8 +135,11 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             reason = f" ({t['reason']})" if t["reason"] else ""
             console.print(f"  {which}, run {t['index']}: {t['outcome'].upper()}{metric}{reason}; output in "
                           f"{t['trial_dir']}", soft_wrap=True)
-    bound = f" (theoretical bound {j['bound']})" if j.get("bound") is not None else ""
-    console.print(f"executions: {j['executions']}{bound}; candidates: {j['candidates']}")
+    final = sum(1 for t in j["trials"] if t.get("final"))
+    notes = ([f"{j['executions'] - final} searching + {final} verification"] if final else []) + (
+        [f"theoretical bound {j['bound']}"] if j.get("bound") is not None else [])
+    console.print(f"executions: {j['executions']}" + (f" ({'; '.join(notes)})" if notes else "")
+                  + f"; candidates: {j['candidates']}")
     if j["excluded"]:
         console.print("excluded: " + ", ".join(f"{e['rule']} ({e['reason']})" for e in j["excluded"][:10])
                       + (f" (+{len(j['excluded']) - 10} more)" if len(j["excluded"]) > 10 else ""))

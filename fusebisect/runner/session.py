@@ -90,10 +90,11 @@ class TrialRecord:
     ignored: list[str] = field(default_factory=list)
     device: str | None = None
     on: frozenset[str] = frozenset()  # rules set explicitly on (only the reverse direction's production file)
+    final: bool = False  # the production switch file's own verification run, after the search
 
     def to_event(self) -> dict:
         m = self.measurement
-        extra = {"on": sorted(self.on)} if self.on else {}
+        extra = {**({"on": sorted(self.on)} if self.on else {}), **({"final": True} if self.final else {})}
         return {"event": "trial", "index": self.index, "key": self.key, "off": sorted(self.off), **extra,
                 "outcome": self.outcome, "metric": encode_float(m.metric),
                 "curve": [encode_float(v) for v in m.curve], "exit_code": m.exit_code,
@@ -110,7 +111,7 @@ class TrialRecord:
         return cls(index=int(ev.get("index") or 0), key=ev.get("key", ""), off=frozenset(ev.get("off") or []),
                    role=ev.get("role", "search"), outcome=ev.get("outcome", INVALID), reason=ev.get("reason") or "",
                    measurement=m, paths=oracles.paths_from_record(ev), ignored=list(ev.get("ignored") or []),
-                   device=ev.get("device"), on=frozenset(ev.get("on") or []))
+                   device=ev.get("device"), on=frozenset(ev.get("on") or []), final=bool(ev.get("final")))
 
     @property
     def pending(self) -> bool:
@@ -430,10 +431,12 @@ class Session:
         rec.outcome, rec.reason = outcome, reason
 
     def finish_trial(self, index: int, off: frozenset[str], role: str, paths: TrialPaths, m: Measurement,
-                     device: str | None, on: frozenset[str] = frozenset()) -> TrialRecord:
-        """Judge a measured execution, journal it, and return the record. Raises RunAborted (check abort)."""
+                     device: str | None, on: frozenset[str] = frozenset(), final: bool = False) -> TrialRecord:
+        """Judge a measured execution, journal it, and return the record (``final``: the production switch file's
+        own verification run, after the search). Raises RunAborted (check abort)."""
         rec = TrialRecord(index=index, key=config_key(off, on), off=off, role=role, outcome=UNKNOWN, reason="",
-                          measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on)
+                          measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on,
+                          final=final)
         self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
         self.journal.append(rec.to_event())
         self.records.append(rec)
@@ -484,13 +487,14 @@ class Session:
     def executed(self) -> int:
         return len(self.records)
 
-    def run_one(self, off: frozenset[str], role: str, on: frozenset[str] = frozenset()) -> TrialRecord:
+    def run_one(self, off: frozenset[str], role: str, on: frozenset[str] = frozenset(),
+                final: bool = False) -> TrialRecord:
         """Run, judge and journal one configuration in this thread. Raises Interrupted, RunAborted."""
         device = self.slots[0]
         index, paths, result, m = self.execute(off, role, device, on)
         if m is None:
             raise Interrupted("interrupted")
-        return self.finish_trial(index, off, role, paths, m, device, on)
+        return self.finish_trial(index, off, role, paths, m, device, on, final)
 
     def _engine_progress(self) -> dict | None:
         engine = getattr(self, "engine", None)
@@ -855,7 +859,7 @@ class Session:
                            and r.outcome != INVALID), None)
             if verify is None:
                 self.progress.log("verifying the production switch file with one more run")
-                verify = self.run_one(off, "verify", on)
+                verify = self.run_one(off, "verify", on, final=True)
             if verify.outcome != GOOD:
                 self.notes.append(f"the verification run with the production switch file was "
                                   f"{verify.outcome.upper()}" + (f" ({verify.reason})" if verify.reason else ""))
