@@ -69,15 +69,57 @@ def test_ctrl_c_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path)
     assert len(list((work / "trials").iterdir())) == 1  # the interrupted run's dir (and logs) are kept
     events = [json.loads(line) for line in (work / "journal.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events] == ["start"]  # kept, and the killed run is not judged
-    grandchild = int(pidfile.read_text())
+    _assert_gone(int(pidfile.read_text()), "the job's grandchild survived Ctrl-C")
+
+
+def _assert_gone(pid: int, why: str) -> None:
+    """Wait up to 5 s for ``pid`` to end (a zombie counts as ended); else kill it and fail with ``why``."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         try:
-            if psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE:
-                break
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
         except psutil.NoSuchProcess:
-            break
+            return
         time.sleep(0.05)
-    else:
-        os.kill(grandchild, signal.SIGKILL)
-        pytest.fail("the job's grandchild survived Ctrl-C")
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(why)
+
+
+def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
+    """kill -9 of fusebisect leaves its running job alive (it holds an NPU); the rerun that resumes kills it, and
+    only it, before starting anything."""
+    job = tmp_path / "job.py"
+    pidfile = tmp_path / "grandchild.pid"
+    block = tmp_path / "block"
+    block.touch()
+    job.write_text(textwrap.dedent(f'''
+        import os, subprocess, sys, time
+        if os.path.exists({str(block)!r}):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+            open({str(pidfile)!r}, "w").write(str(child.pid))
+            time.sleep(300)
+    '''))
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    work = tmp_path / "w"
+    argv = [sys.executable, "-m", "fusebisect", "run", "--rules", "ABatchnormFusionPass", "--workdir", str(work),
+            "--", sys.executable, str(job)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait(timeout=10)
+        grandchild = int(pidfile.read_text())
+        assert psutil.Process(grandchild).is_running()      # fusebisect is gone, its job is not
+        block.unlink()
+        rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert "killed the execution an interrupted run left running in" in " ".join(rerun.stderr.split())
+        _assert_gone(grandchild, "the job left running by the killed fusebisect survived the rerun")
+        assert bystander.poll() is None                        # nothing else was touched
+        assert not list(work.glob("trials/*.pgid"))
+    finally:
+        bystander.kill()
+        proc.kill()

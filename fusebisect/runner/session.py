@@ -24,7 +24,8 @@ from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        set_aside_previous_run)
 from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
-from fusebisect.runner.trial import Execution, ExecResult, ProcessRegistry, TrialPaths, read_text, substitute
+from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_leftovers,
+                                     read_text, substitute)
 
 VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "dumps", "cosine",
                    "max_abs_error", "rules", "repeat", "flaky", "graph_dump", "seed", "confidence")
@@ -511,6 +512,7 @@ class Session:
         """Run (or resume) the bisection and return its result. Raises UsageError (bad options, journal of another
         command), RunAborted (--check asked to abort), Interrupted (Ctrl-C; children killed, journal kept)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self._stop_leftovers()
         if self.opts.fresh:
             moved = set_aside_previous_run(self.workdir, self._previous_production_file())
             if moved is not None:
@@ -522,6 +524,17 @@ class Session:
             raise Interrupted(self._resume_hint()) from None
         finally:
             self.progress.close()
+
+    def _stop_leftovers(self) -> None:
+        """Kill the executions an earlier fusebisect left running here when it was killed itself (kill -9): they
+        would hold the devices the runs about to start need."""
+        trials = self.workdir / "trials"
+        for found in sorted(trials.glob(f"*{PGID_SUFFIX}")) if trials.is_dir() else []:
+            trial_dir = found.with_name(found.name[:-len(PGID_SUFFIX)])
+            pids = kill_leftovers(trial_dir)
+            if pids:
+                self.progress.log(f"killed the execution an interrupted run left running in {trial_dir} "
+                                  f"(process{'es' if len(pids) > 1 else ''} {', '.join(map(str, pids))})")
 
     def _previous_production_file(self) -> list[Path]:
         """The production switch file the previous run in this workdir wrote (from its result.json), if any."""

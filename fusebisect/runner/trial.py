@@ -165,13 +165,65 @@ def prepare_dir(paths: TrialPaths, *, graph_dump: bool = True) -> None:
         paths.graph_dir.mkdir()
 
 
+PGID_SUFFIX = ".pgid"   # TRIAL_DIR.pgid, beside the trial dir, while its process group may be alive: the group id
+
+
+def pgid_file(trial_dir: Path) -> Path:
+    """Where the group id of ``trial_dir``'s execution is kept while it runs (outside the job's fresh dir)."""
+    return trial_dir.with_name(trial_dir.name + PGID_SUFFIX)
+
+
+def leftover_processes(trial_dir: Path) -> tuple[int, list[int]] | None:
+    """The process group an earlier fusebisect started for ``trial_dir`` and did not see end (it was killed
+    itself, e.g. ``kill -9``): (group id, pids still alive in it), or None when the trial left no group id.
+
+    Only processes of that group whose environment names this trial dir (FUSEBISECT_TRIAL_DIR) count, so a
+    reused id never points at someone else's process. Needs /proc (Linux); elsewhere the list is empty."""
+    try:
+        pgid = int(pgid_file(trial_dir).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+    mine = b"FUSEBISECT_TRIAL_DIR="
+    alive = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (entry / "stat").read_bytes()
+            if int(stat[stat.rindex(b")") + 2:].split()[2]) != pgid:   # fields after "(comm)": state ppid pgrp
+                continue
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if any(v.startswith(mine) and Path(os.fsdecode(v[len(mine):])).name == trial_dir.name for v in env):
+            alive.append(int(entry.name))
+    return pgid, alive
+
+
+def kill_leftovers(trial_dir: Path, *, grace: float = KILL_GRACE_SECONDS) -> list[int]:
+    """Kill what :func:`leftover_processes` finds for ``trial_dir`` (SIGTERM, SIGKILL after ``grace``), forget
+    the group id, and return the pids that were alive."""
+    found = leftover_processes(trial_dir)
+    if found is None:
+        return []
+    pgid, alive = found
+    if alive:
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and leftover_processes(trial_dir)[1]:
+            time.sleep(0.05)
+        if leftover_processes(trial_dir)[1]:
+            _signal_group(pgid, signal.SIGKILL)
+    pgid_file(trial_dir).unlink(missing_ok=True)
+    return alive
+
+
 def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
                 timeout: float | None = None, cwd: str | os.PathLike | None = None,
-                registry: ProcessRegistry | None = None) -> ExecResult:
+                registry: ProcessRegistry | None = None, group_file: Path | None = None) -> ExecResult:
     """Run ``argv`` (no shell) in a new session with output appended to the two files; return its result.
 
     On timeout the whole process group is killed and ``timed_out`` is set; when the registry is stopping
     (interrupt) ``interrupted`` is set. Leftover processes of the group are killed after the leader exits.
+    ``group_file`` holds the group id while the group may be alive (see :func:`kill_leftovers`).
     Raises UsageError when the program cannot be started (not found / not executable).
     """
     if registry is not None and registry.stopping:
@@ -183,6 +235,8 @@ def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise UsageError(f"cannot run command {argv[0]!r}: {exc.strerror or exc}") from exc
+    if group_file is not None:
+        group_file.write_text(f"{proc.pid}\n", encoding="ascii")   # start_new_session: the group id is the pid
     if registry is not None:
         registry.add(proc)
         if registry.stopping:  # interrupted between the check above and the registration
@@ -203,6 +257,8 @@ def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
     finally:
         if registry is not None:
             registry.remove(proc)
+        if group_file is not None:
+            group_file.unlink(missing_ok=True)
     seconds = time.monotonic() - start
     interrupted = registry is not None and registry.stopping
     if interrupted:
@@ -236,7 +292,8 @@ class Execution:
         Raises FileExistsError if the trial dir exists, UsageError if CMD cannot be started."""
         prepare_dir(self.paths, graph_dump=self.graph_dump)
         return run_process(self.argv, env=self.env, stdout=self.paths.stdout_path,
-                           stderr=self.paths.stderr_path, timeout=self.timeout, cwd=self.cwd, registry=registry)
+                           stderr=self.paths.stderr_path, timeout=self.timeout, cwd=self.cwd, registry=registry,
+                           group_file=pgid_file(self.paths.trial_dir))
 
 
 def read_text(path: Path, limit: int = 64 * 1024 * 1024) -> str:
