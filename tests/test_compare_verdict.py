@@ -122,9 +122,8 @@ def test_dumps_oracle(tmp_path, outs, outcome, reason):
     assert verdict.outcome == outcome and reason in verdict.reason
 
 
-def test_a_divergent_input_blames_the_op_that_produced_it(tmp_path, capsys):
-    """Comparing only ln_LayerNorm (its producer fc1_MatMul, fused by the faulty rule, left out): the first divergence
-    is ln_LayerNorm's input, and the rules to suspect are the producer's, not LayerNorm's."""
+def _fused_and_unfused(tmp_path: Path) -> None:
+    """The simulator's fused (MatMulBiasAddFusionPass faulty) and all-off runs: tmp_path/{fused,unfused}/{dump,graph}."""
     import io
 
     from fusebisect.sim.options import resolve
@@ -138,6 +137,12 @@ def test_a_divergent_input_blames_the_op_that_produced_it(tmp_path, capsys):
         env = {"ASCEND_WORK_PATH": str(root), "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(root / "graph")}
         assert run(resolve(["--steps", "1", "--dump-step", "0", "--dump-path", str(root / "dump"), *extra], env),
                    stdout=io.StringIO(), stderr=io.StringIO()).exit_code == 0
+
+
+def test_a_divergent_input_blames_the_op_that_produced_it(tmp_path, capsys):
+    """Comparing only ln_LayerNorm (its producer fc1_MatMul, fused by the faulty rule, left out): the first divergence
+    is ln_LayerNorm's input, and the rules to suspect are the producer's, not LayerNorm's."""
+    _fused_and_unfused(tmp_path)
     args = ["compare", str(tmp_path / "fused" / "dump"), str(tmp_path / "unfused" / "dump"),
             "--my-graph", str(tmp_path / "fused" / "graph"), "--golden-graph", str(tmp_path / "unfused" / "graph")]
     assert main([*args, "--op", "ln_LayerNorm", "--json"]) == 1
@@ -186,3 +191,17 @@ def test_an_empty_golden_or_dump_directory_is_named_as_such(tmp_path, capsys):
     (tmp_path / "junk" / f"Add.a.1.{TS}").write_bytes(b"junk")
     assert main(["dump", "convert", str(tmp_path / "junk"), "-o", str(tmp_path / "npy")]) == 2
     assert "none of the 1 dump files could be converted" in capsys.readouterr().err
+
+
+def test_dumps_the_graph_does_not_know_are_noted(tmp_path, capsys):
+    # the two graphs swapped: the fused dump's ops are looked up in the unfused graph
+    _fused_and_unfused(tmp_path)
+    fused, unfused = tmp_path / "fused", tmp_path / "unfused"
+    main(["compare", str(fused / "dump"), str(unfused / "dump"), "--my-graph", str(unfused / "graph"),
+          "--golden-graph", str(fused / "graph"), "--json"])
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert notes == ["4 of 12 op dumps have no op of that name in the graph given for my side (first: ln_LayerNorm); "
+                     "they are not compared. Is the graph the one of this dump?"]
+    assert main(["compare", str(fused / "dump"), str(unfused / "dump"), "--my-graph", str(fused / "graph"),
+                 "--golden-graph", str(unfused / "graph"), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["notes"] == []

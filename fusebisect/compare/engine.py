@@ -157,6 +157,12 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     else:
         rule = mp.build_rule(my_g)
         ctx.originals = {o.name: list(o.original_op_names) if o.have_origin else [] for o in rule.op_list}
+        in_graph = {mp.lookup_name(o.name) for o in my_g.ops}
+        stray = [key for key in my_index.files if key not in in_graph]
+        if stray:   # they are not compared; many of them means the graph is not this dump's
+            ctx.notes.append(f"{len(stray)} of {len(my_index.files)} op dumps have no op of that name in the graph "
+                             f"given for my side (first: {stray[0]}); they are not compared. Is the graph the one "
+                             f"of this dump?")
         if golden_npy:
             mode = "npu_vs_npy"
         else:
