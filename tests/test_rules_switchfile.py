@@ -272,3 +272,10 @@ def test_a_backup_never_replaces_an_older_backup(tmp_path):
     assert parse_switch_file(tmp_path / "fusion_switch.cfg.bak.1").graph == {"A": "off"}
     assert parse_switch_file(tmp_path / "fusion_switch.cfg.bak.2").graph == {"B": "off"}
     assert parse_switch_file(target).graph == {"C": "off"}
+
+
+@pytest.mark.parametrize("text", ['{"Switch":' + "[" * 100000 + "]" * 100000 + "}",
+                                  '{"Switch":{"GraphFusion":' + '{"a":' * 5000 + "1" + "}" * 5000 + "}}"])
+def test_absurdly_deep_nesting_is_a_syntax_error_not_a_crash(text):
+    with pytest.raises(SwitchFileError, match="nested deeper than 100 levels"):
+        parse_switch_text(text)

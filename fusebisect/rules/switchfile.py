@@ -90,6 +90,7 @@ class _JSONSyntaxError(Exception):
 
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_MAX_DEPTH = 100
 _NUMBER_RE = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
 
@@ -97,6 +98,7 @@ class _Reader:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0
         self.lenient: list[Leniency] = []
 
     def skip(self) -> None:
@@ -133,10 +135,14 @@ class _Reader:
         if self.pos >= len(self.text):
             raise _JSONSyntaxError("unexpected end of file", self.pos)
         ch = self.text[self.pos]
-        if ch == "{":
-            return self.obj()
-        if ch == "[":
-            return self.arr()
+        if ch in "{[":
+            if self.depth >= _MAX_DEPTH:   # a switch file is 3 levels deep; this keeps the parser's stack bounded
+                raise _JSONSyntaxError(f"nested deeper than {_MAX_DEPTH} levels", self.pos)
+            self.depth += 1
+            try:
+                return self.obj() if ch == "{" else self.arr()
+            finally:
+                self.depth -= 1
         if ch == '"':
             start = self.pos
             return Node(self.string(), start, "string")
