@@ -122,6 +122,15 @@ def test_interaction_pair_is_one_set(n, seed, reverse):
         active = [(r if reverse else frozenset(cands) - r) for r in t.runs if not t.truth(r)]
         assert any(rule in a and other not in a for a in active)
     assert s.result.executions <= 2 * log2c(n) + 6
+    assert s.result.bound == 2 * log2c(n) + 4      # the bound reported is the pair's (T6), not two singles'
+
+
+def test_bounds_reported_for_mixed_culprit_sets():
+    from fusebisect.search.model import bound_for_sets
+
+    assert bound_for_sets(300, [1]) == 13 and bound_for_sets(300, [1, 1]) == 21 and bound_for_sets(300, []) == 13
+    assert bound_for_sets(10, [2]) == 12 and bound_for_sets(300, [2]) == 22
+    assert bound_for_sets(300, [2, 1]) == 13 + 2 * 9 + 1
 
 
 def test_interaction_pair_average_near_target():

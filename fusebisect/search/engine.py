@@ -76,7 +76,7 @@ from collections.abc import Iterable, Sequence
 from fusebisect.errors import UsageError
 
 from .groups import SCAN, SCAN_LATER, Knowledge, best_split, bits_of, mask_of, popcount, split_choices
-from .model import Culprit, Outcome, SearchResult, theoretical_bound
+from .model import Culprit, Outcome, SearchResult, bound_for_sets
 from .noisy import Posterior
 
 _MAX_SETS = 16          # stop looking for more culprit sets after this many
@@ -730,9 +730,9 @@ class Search:
     # ------------------------------------------------------------------ results
     def _result(self, status: str, culprits: list[Culprit], message: str,
                 boundary: tuple[frozenset[str], frozenset[str]] | None = None) -> SearchResult:
-        k = sum(len(c.rules) for c in culprits) or 1
         return SearchResult(status=status, culprits=culprits, executions=self.executions,
-                            bound=theoretical_bound(self._n, k), message=message, boundary=boundary,
+                            bound=bound_for_sets(self._n, [len(c.rules) for c in culprits]), message=message,
+                            boundary=boundary,
                             notes=list(self._notes))
 
     def _det_result(self) -> SearchResult:
@@ -754,7 +754,7 @@ class Search:
         parts = ["+".join(c.rules) for c in culprits]
         kind = "turned on" if self._direction == "on" else "turned off"
         msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs (bound "
-               f"{theoretical_bound(self._n, sum(len(s) for s in found))}): {'; '.join(parts)} "
+               f"{bound_for_sets(self._n, [len(s) for s in found])}): {'; '.join(parts)} "
                f"(bad while {kind}).")
         if self._stuck:
             self._notes.append(f"{len(self._stuck)} suspects could not be separated (invalid runs)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -50,6 +51,18 @@ class SearchResult:
     message: str
     boundary: tuple[frozenset[str], frozenset[str]] | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def bound_for_sets(n: int, sizes: Sequence[int]) -> int:
+    """The run budget for the culprit sets found (their sizes): independent single rules as
+    :func:`theoretical_bound`; each interaction set of m rules adds m * ceil(log2 n) + 1 (an interaction pair
+    alone: 2 * ceil(log2 n) + 4). With no set, the budget of one culprit."""
+    singles = sum(1 for m in sizes if m == 1)
+    sets = [m for m in sizes if m > 1]
+    if not sets:
+        return theoretical_bound(n, singles or 1)
+    base = theoretical_bound(n, singles) if singles else 3
+    return base + sum(m * math.ceil(math.log2(max(2, n))) + 1 for m in sets)
 
 
 def theoretical_bound(n: int, k: int) -> int:
