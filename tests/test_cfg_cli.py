@@ -168,3 +168,18 @@ def test_rules_list_and_show(capsys):
     assert rc == 2 and "invalid rule name" in err
     rc, _, err = run(capsys, "rules", "list", "--kind", "vector")
     assert rc == 2
+
+
+def test_effective_and_diff_warn_about_what_cann_would_not_read(tmp_path, capsys):
+    commented = tmp_path / "c.cfg"
+    commented.write_text('{\n // turn gelu off\n "Switch": {"GraphFusion": {"GeluFusionPass": "off",}}\n}\n')
+    clean = tmp_path / "clean.cfg"
+    clean.write_text('{"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}\n')
+    for args in (["cfg", "effective", str(commented)], ["cfg", "diff", str(clean), str(commented)]):
+        rc, _, err = run(capsys, *args)
+        err = " ".join(err.split())
+        assert rc == 0
+        assert f"warning: {commented}:2:2: comment: CANN's JSON parser rejects this" in err
+        assert f"warning: {commented}:3:52: trailing comma: CANN's JSON parser rejects this" in err
+    rc, _, err = run(capsys, "cfg", "effective", str(clean))
+    assert rc == 0 and "warning" not in err

@@ -33,6 +33,18 @@ def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: li
         sys.stdout.flush()
 
 
+def _parse_warning_cann_rejects(path: Path):
+    """Parse a switch file; warn (stderr) for each comment or trailing comma fusebisect reads but CANN's JSON
+    parser rejects: what is shown for such a file is not what CANN would do with it."""
+    from fusebisect.rules.switchfile import parse_switch_file
+
+    config = parse_switch_file(path)
+    for where in config.lenient:
+        common.log(f"warning: {path}:{where}: CANN's JSON parser rejects this, so CANN would not read the file as "
+                   f"shown here (`fusebisect cfg check {path}`)")
+    return config
+
+
 def _state(on: bool) -> str:
     return "on" if on else "off"
 
@@ -140,10 +152,10 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import ALL, explain_state, parse_switch_file, validate_rule_name
+        from fusebisect.rules.switchfile import ALL, explain_state, validate_rule_name
 
         catalog = default_catalog()
-        config = parse_switch_file(file)
+        config = _parse_warning_cann_rejects(file)
         names = list(rule) if rule else config.mentioned()
         for name in names:
             validate_rule_name(name)
@@ -187,9 +199,9 @@ Example: fusebisect cfg diff good.cfg bad.cfg
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import diff_configs, parse_switch_file
+        from fusebisect.rules.switchfile import diff_configs
 
-        changes = diff_configs(parse_switch_file(a), parse_switch_file(b), default_catalog())
+        changes = diff_configs(_parse_warning_cann_rejects(a), _parse_warning_cann_rejects(b), default_catalog())
         if json_out:
             common.print_json({"a": str(a), "b": str(b), "changes": changes})
         elif not changes:

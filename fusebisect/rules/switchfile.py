@@ -49,6 +49,7 @@ class SwitchConfig:
     o1_exceptions: list[str] = field(default_factory=list)  # ExceptionalPassOfO1Level
     legacy: bool = False  # old "Pass:off" line format (entries apply to both kinds)
     path: Path | None = None
+    lenient: list[str] = field(default_factory=list)  # "LINE:COL: comment" read although CANN rejects it
 
     def section(self, kind: str) -> dict[str, str]:
         """The name -> value map of one kind ('GraphFusion'/'UBFusion'; 'graph'/'ub' accepted)."""
@@ -443,8 +444,9 @@ def parse_switch_text(text: str, path=None) -> SwitchConfig:
     text, _ = _strip_bom(text)
     problems: list[Problem] = []
     if looks_like_json(text):
-        root, _lenient = read_json_tree(text, path)
+        root, lenient = read_json_tree(text, path)
         cfg = _interpret_json(root, text, problems)
+        cfg.lenient = [f"{':'.join(map(str, line_col(text, item.offset)))}: {item.what}" for item in lenient]
     else:
         cfg = _interpret_legacy(text, problems)
     errors = [p for p in problems if p.severity == "error"]
