@@ -96,15 +96,24 @@ def test_metric_expect():
     assert j.judge(m(metric=0.5), reference=None, is_reference=True).outcome == BAD
 
 
-def test_metric_curve_common_prefix():
+def test_metric_curve_point_by_point():
     j = Judge(metric=compile_metric(r"loss ([0-9.]+)", mode="curve", rtol=0.01))
     ref = m(metric=0.5, curve=[1.0, 0.8, 0.5])
-    assert j.judge(m(metric=0.8, curve=[1.0, 0.8]), reference=ref, is_reference=False).outcome == GOOD
+    # a run with more points than the reference is compared over the reference's length
+    assert j.judge(m(metric=0.4, curve=[1.0, 0.8, 0.5, 0.4]), reference=ref, is_reference=False).outcome == GOOD
     v = j.judge(m(metric=0.5, curve=[1.0, 0.9, 0.5]), reference=ref, is_reference=False)
     assert v.outcome == BAD and "curve point 1" in v.reason
     # the last value agrees but the curve diverged in the middle: still bad (last mode would say good)
     last = Judge(metric=compile_metric(r"loss ([0-9.]+)", rtol=0.01))
     assert last.judge(m(metric=0.5, curve=[1.0, 0.9, 0.5]), reference=ref, is_reference=False).outcome == GOOD
+
+
+def test_metric_curve_that_ends_early_is_bad():
+    """A job that stops after 2 of 3 steps and exits 0 aborted its training: the matching prefix is not GOOD."""
+    j = Judge(metric=compile_metric(r"loss ([0-9.]+)", mode="curve", rtol=0.01))
+    ref = m(metric=0.5, curve=[1.0, 0.8, 0.5])
+    v = j.judge(m(metric=0.8, curve=[1.0, 0.8]), reference=ref, is_reference=False)
+    assert v.outcome == BAD and v.reason == "curve ends after 2 points, the reference has 3"
 
 
 def test_check_codes_and_abort():

@@ -67,7 +67,8 @@ def register(app: typer.Typer) -> None:
                                                            "(e.g. 'loss ([0-9.]+)').")] = None,
         metric_mode: Annotated[Optional[str], typer.Option(help="--metric: last (default): the last match; "
                                                                 "curve: every match, point by point over the "
-                                                                "common prefix.", show_default=False)] = None,
+                                                                "reference's length (a curve that ends earlier "
+                                                                "is bad).", show_default=False)] = None,
         rtol: Annotated[Optional[float], typer.Option(help="--metric: relative tolerance [default: 0.01].",
                                                       show_default=False)] = None,
         atol: Annotated[Optional[float], typer.Option(help="--metric: absolute tolerance [default: 0].",

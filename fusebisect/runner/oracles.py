@@ -4,7 +4,8 @@ Oracles:
 
 - exit status (default): exit 0 good, 125 skip, 1-127 bad, anything else (killed by a signal) invalid;
 - ``--metric REGEX`` (one capture group, a number) read from stdout+stderr; ``last`` (the last match) or
-  ``curve`` (every match, compared point by point over the common prefix); good when within ``rtol``/``atol`` of
+  ``curve`` (every match, compared point by point over the reference's length: a curve that ends before the
+  reference's is bad, the job stopped early); good when within ``rtol``/``atol`` of
   the reference run (the all-candidates-off configuration) or of ``--expect``;
 - ``--check CMD2``: run after each execution with the same environment; exit 0 good, 125 skip, 1-127 bad,
   anything else aborts the whole run (:class:`RunAborted`);
@@ -225,6 +226,8 @@ class Judge:
             for i in range(n):
                 if not close(mine[i], ref[i], spec.rtol, spec.atol):
                     return Verdict(BAD, f"curve point {i}: {mine[i]:g} vs reference {ref[i]:g}")
+            if len(mine) < len(ref):  # the job stopped early (training aborted): that is the symptom
+                return Verdict(BAD, f"curve ends after {len(mine)} points, the reference has {len(ref)}")
             return Verdict(GOOD)
         if close(m.metric, reference.metric, spec.rtol, spec.atol):
             return Verdict(GOOD)
