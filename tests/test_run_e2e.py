@@ -116,3 +116,16 @@ def test_flaky_job(capsys, tmp_path):
     assert rc == 0, err
     assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]]
     assert j["culprits"][0]["confidence"] >= 0.95
+
+
+def test_dumps_of_a_job_that_writes_no_graph_are_invalid_never_bad(capsys, tmp_path):
+    """The job ignores DUMP_GE_GRAPH: without graphs the fused fc1_MatMul (MatMul + bias) would be compared by name
+    with the unfused fc1_MatMul (no bias), and MatMulBiasAddFusionPass named for a fusion that is right."""
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--", "env", "-u", "DUMP_GE_GRAPH",
+                      *SIM, "--faulty", "LayerNormFusionPass", "--dump-step", "0", "--steps", "2")
+    assert rc == 1 and j["status"] == "inconclusive" and j["culprits"] == [], err
+    baseline = j["trials"][0]
+    assert baseline["outcome"] == "invalid"
+    assert baseline["reason"] == (f"dumps: no GE graph dump in {baseline['trial_dir']}/graph: fused ops cannot be "
+                                  f"mapped")
+    assert not any(t["outcome"] == "bad" for t in j["trials"])

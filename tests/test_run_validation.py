@@ -21,6 +21,8 @@ M = "loss ([0-9.]+)"
     (["--max-runs", "1"], "--max-runs must be >= 2"),
     (["--metric", M, "--rtol", "-1"], "--rtol must be >= 0"),
     (["--dumps", "--cosine", "1.5"], "--cosine must be between -1 and 1"),
+    # the dump oracle maps fused ops through the GE graph dumps
+    (["--dumps", "--no-graph-dump"], "--dumps with --no-graph-dump: the dump oracle maps fused ops"),
     (["--metric", M, "--expect", "nan"], "--expect must be a finite number"),
     # the production switch file's path, and the check command, are checked before the search, not after it
     (["-o", "{tmp}/no-such-dir/x.cfg"], "--output: directory {tmp}/no-such-dir does not exist"),

@@ -122,6 +122,9 @@ class DumpsSpec:
 
     cosine: float = 0.99
     max_abs_error: float | None = None
+    # graph dumps were requested (DUMP_GE_GRAPH): a trial without a Build graph did not honour it, and its fused
+    # ops cannot be mapped to the unfused ones (matched by name, the fusion itself would look like a divergence)
+    graphs: bool = False
 
 
 @dataclass
@@ -243,7 +246,7 @@ class Judge:
         assert spec is not None
         try:
             report = compare_trial_dumps(paths, reference_paths, cosine=spec.cosine,
-                                         max_abs_error=spec.max_abs_error)
+                                         max_abs_error=spec.max_abs_error, require_graphs=spec.graphs)
         except FusebisectError as exc:
             return Verdict(INVALID, f"dumps: {exc}")
         if report is None:
@@ -302,17 +305,23 @@ def _reference_graph(graph_dir: Path):
 
 
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
-                        max_abs_error: float | None = None):
+                        max_abs_error: float | None = None, require_graphs: bool = False):
     """Compare a trial's dumps (my side) with the reference trial's (golden side), mapping fused ops through both
     trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`). Returns the CompareReport, or
-    None when either side has no dumps. Raises DumpFormatError/GraphFormatError for unreadable inputs."""
+    None when either side has no dumps. Raises DumpFormatError/GraphFormatError for unreadable inputs, and
+    FusebisectError when ``require_graphs`` and either trial has no Build graph."""
     if not has_dumps(paths) or not has_dumps(reference_paths):
         return None
     from fusebisect.compare.engine import compare_dumps
 
-    return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=trial_graph(paths),
-                         golden_graph=_reference_graph(reference_paths.graph_dir), algorithms=ORACLE_ALGORITHMS,
-                         cosine=cosine, max_abs_error=max_abs_error)
+    my_graph = trial_graph(paths)
+    golden_graph = _reference_graph(reference_paths.graph_dir)
+    if require_graphs:
+        for graph, side in ((my_graph, paths), (golden_graph, reference_paths)):
+            if graph is None:
+                raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
+    return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
+                         algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error)
 
 
 def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:

@@ -273,7 +273,8 @@ class Session:
             metric=oracles.compile_metric(opts.metric, mode=opts.metric_mode, rtol=opts.rtol, atol=opts.atol,
                                           expect=opts.expect) if opts.metric is not None else None,
             check=oracles.parse_check(opts.check) if opts.check is not None else None,
-            dumps=oracles.DumpsSpec(cosine=opts.cosine, max_abs_error=opts.max_abs_error) if opts.dumps else None)
+            dumps=oracles.DumpsSpec(cosine=opts.cosine, max_abs_error=opts.max_abs_error, graphs=opts.graph_dump)
+            if opts.dumps else None)
         # one ASCEND_RT_VISIBLE_DEVICES slot per parallel execution (unset when running one at a time)
         self.slots: list[str | None] = validation.device_slots(opts, self.env)
         self.rule_names = validation.candidate_rules(opts, self.catalog)  # --rules, else None
@@ -726,7 +727,8 @@ class Session:
             return
         try:
             report = oracles.compare_trial_dumps(base.paths, ref.paths, cosine=self.opts.cosine,
-                                                 max_abs_error=self.opts.max_abs_error)
+                                                 max_abs_error=self.opts.max_abs_error,
+                                                 require_graphs=self.opts.graph_dump)
         except ImportError as exc:  # compare engine unavailable
             self.notes.append(f"no dump prior: {exc}")
             return

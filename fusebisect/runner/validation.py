@@ -37,6 +37,10 @@ def resolve_options(opts: "RunOptions") -> "RunOptions":
             raise UsageError(f"{', '.join(stray)} without {oracle}: {'they tune' if len(stray) > 1 else 'it tunes'}"
                              f" the {oracle} oracle, which is not in use; add {oracle} or drop "
                              f"{'them' if len(stray) > 1 else 'it'}")
+    if opts.dumps and not opts.graph_dump:
+        raise UsageError("--dumps with --no-graph-dump: the dump oracle maps fused ops to the unfused ones through "
+                         "the GE graph dumps (without them the fusion itself looks like a divergence); drop "
+                         "--no-graph-dump")
     if opts.expect is not None and opts.metric_mode == "curve":
         raise UsageError("--expect with --metric-mode curve: --expect is one value for the last match, curve "
                          "compares every point with the reference run; use one of them")
