@@ -129,3 +129,22 @@ def test_dumps_of_a_job_that_writes_no_graph_are_invalid_never_bad(capsys, tmp_p
     assert baseline["reason"] == (f"dumps: no GE graph dump in {baseline['trial_dir']}/graph: fused ops cannot be "
                                   f"mapped")
     assert not any(t["outcome"] == "bad" for t in j["trials"])
+
+
+def test_a_baseline_like_the_reference_says_what_a_relative_oracle_cannot_tell(capsys, tmp_path):
+    # the faulty rule is not among the candidates: the job is broken, yet baseline == all-candidates-off reference
+    rc, j, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+                    "--workdir", str(tmp_path / "a"), "--", *SIM, "--faulty", "SoftmaxFusionPass", "--steps", "2")
+    message = j["message"]
+    assert rc == 1 and j["status"] == "not_reproduced"
+    assert "does not reproduce" not in message
+    assert message.startswith("The baseline (default configuration) matches the all-candidates-off reference run")
+    assert "either the job is fine, or the cause is outside the 2 candidates: a rule --rules did not name" in message
+    assert "--expect VALUE" in message and "--check CMD" in message
+    # a forbidden-close pass cannot be switched off: the dump oracle sees no difference either
+    rc, j, _ = _run(capsys, "--dumps", "--workdir", str(tmp_path / "b"), "--",
+                    *SIM, "--faulty", "AReduceMeanFusionPass", "--dump-step", "0", "--steps", "2")
+    assert rc == 1 and j["status"] == "not_reproduced"
+    assert ("one of the 2 passes that cannot be switched off (AReduceMeanFusionPass, AReduceSumFusionPass)"
+            in j["message"])
+    assert "--metric REGEX --expect VALUE" in j["message"]

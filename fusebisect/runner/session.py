@@ -9,6 +9,7 @@ over the journal, so rerunning the same command resumes without repeating any ju
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -831,6 +832,8 @@ class Session:
         switch_path = None
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
+        elif result is not None and result.status == "not_reproduced" and self._relative_only():
+            result = dataclasses.replace(result, message=self._not_reproduced_message())
         run_json = build_run_json(self, result, switch_path, verify)
         from fusebisect.fsutil import atomic_write_text
 
@@ -846,6 +849,35 @@ class Session:
         off = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "on" for r in c.rules)
         on = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "off" for r in c.rules)
         return off, on, self.switch_config(off, on)
+
+    def _relative_only(self) -> bool:
+        """True when GOOD means only "same as the reference run": --metric without --expect and/or --dumps, no
+        --check and no --expect to say what a good run is."""
+        j = self.judge
+        return j.needs_reference and j.check is None and (j.metric is None or j.metric.expect is None)
+
+    def _not_reproduced_message(self) -> str:
+        """A baseline that matches the reference, under a relative oracle: the job may still be broken by
+        something the candidates do not hold."""
+        oracle = "--dumps" if self.judge.dumps is not None else "--metric without --expect"
+        if self.judge.dumps is not None and self.judge.metric is not None:
+            oracle = "--metric without --expect and --dumps"
+        runs = sum(1 for r in self.records if not r.off and not r.on and r.role != "verify" and r.outcome == GOOD)
+        outside = [f"a rule --rules did not name (it named {len(self.rule_names)})"] if self.rule_names else []
+        forbidden = [e["rule"] for e in self.excluded if str(e.get("reason", "")).startswith("cannot be disabled")]
+        others = [e["rule"] for e in self.excluded if e["rule"] not in forbidden]
+        outside.append(f"one of the {len(forbidden)} passes that cannot be switched off ({_short(forbidden)})"
+                       if forbidden else "a pass that cannot be switched off")
+        if others:
+            outside.append(f"one of the {len(others)} other excluded rules ({_short(others)})")
+        outside.append("something other than fusion that the reference run shares")
+        good = "--expect VALUE" if self.judge.metric is not None and self.opts.metric_mode != "curve" else \
+            "--metric REGEX --expect VALUE"
+        return (f"The baseline (default configuration) matches the all-candidates-off reference run"
+                f"{f' ({runs} runs)' if runs > 1 else ''}. Under {oracle}, good only means \"same as that "
+                f"reference\": either the job is fine, or the cause is outside the {len(self.candidates)} "
+                f"candidates: {', '.join(outside[:-1])} or {outside[-1]}. To tell, say what a good run is: {good} "
+                f"(the value a good run reaches) or --check CMD.")
 
     def _production(self, result) -> tuple[Path, TrialRecord | None]:
         """Write the production switch file to --output (keeping a .bak of a foreign file) and verify it."""
