@@ -131,6 +131,39 @@ def test_dumps_of_a_job_that_writes_no_graph_are_invalid_never_bad(capsys, tmp_p
     assert not any(t["outcome"] == "bad" for t in j["trials"])
 
 
+def test_the_budget_holds_and_a_search_it_cut_short_is_not_found(capsys, tmp_path):
+    work = tmp_path / "w"
+    job = ["--", *SIM, "--faulty", "GeluFusionPass,MatMulBiasAddFusionPass", "--dump-step", "0", "--steps", "2"]
+    # the look-for-more run with MatMulBiasAddFusionPass off was BAD (GeluFusionPass is faulty too) when the
+    # budget stopped the search
+    rc, j, err = _run(capsys, "--dumps", "--max-runs", "5", "--workdir", str(work), *job)
+    assert rc == 1 and j["status"] == "inconclusive", err
+    assert j["executions"] == 5 and len(list((work / "trials").iterdir())) == 5
+    assert [(c["rules"], c["confidence"]) for c in j["culprits"]] == [(["MatMulBiasAddFusionPass"], 1.0)]
+    still_bad = next(t for t in j["trials"] if t["config_off"] == ["MatMulBiasAddFusionPass"])
+    assert still_bad["outcome"] == "bad" and j["verify"]["outcome"] == "bad"
+    assert j["message"].startswith("The budget (--max-runs 5) stopped the search: the job is still BAD with "
+                                   f"MatMulBiasAddFusionPass off (run {still_bad['index']})")
+    assert "Raise --max-runs and rerun the same command to resume" in j["message"]
+    assert j["repro"]["good"] is None and j["repro"]["bad"] is not None  # never a configuration judged BAD
+    cfg = json.loads((work / "fusion_switch.cfg").read_text())  # the best known partial fix
+    assert cfg == {"Switch": {"GraphFusion": {"MatMulBiasAddFusionPass": "off"}}}
+    assert main(["run", "--dumps", "--max-runs", "5", "--workdir", str(work), *job]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "good: (none: no run of that configuration was GOOD)" in out
+    assert "partial switch file (the culprits found so far off; NOT a verified fix)" in out
+    assert "NOT sufficient: a run with it was BAD" in out
+    # a larger budget resumes and finishes
+    rc, j, err = _run(capsys, "--dumps", "--max-runs", "30", "--workdir", str(work), *job)
+    assert rc == 0 and j["status"] == "found", err
+    assert sorted(r for c in j["culprits"] for r in c["rules"]) == ["GeluFusionPass", "MatMulBiasAddFusionPass"]
+    # --max-runs counts the verification run: no fourth run when the search spent three
+    rc, j, err = _run(capsys, "--dumps", "--max-runs", "3", "--workdir", str(tmp_path / "w3"), *job)
+    assert rc == 1 and j["status"] == "inconclusive" and j["executions"] == 3 and j["verify"] is None, err
+    assert j["culprits"] and j["repro"]["good"] is None
+    assert "stopped the search: no run with MatMulBiasAddFusionPass off was left to show the job good" in j["message"]
+
+
 def test_a_baseline_like_the_reference_says_what_a_relative_oracle_cannot_tell(capsys, tmp_path):
     # the faulty rule is not among the candidates: the job is broken, yet baseline == all-candidates-off reference
     rc, j, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",

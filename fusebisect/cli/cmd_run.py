@@ -108,7 +108,8 @@ def register(app: typer.Typer) -> None:
                                                        "(default WORKDIR/fusion_switch.cfg).")] = None,
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the final run with the production "
                                                                     "switch file.")] = False,
-        max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions (>= 2).")] = None,
+        max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions (>= 2), the final verification "
+                                                              "run included.")] = None,
         confidence: Annotated[float, typer.Option(help="Minimum confidence to name a culprit, between 0.5 and 1 "
                                                        "(else the verdict is inconclusive).")] = 0.95,
         seed: Annotated[int, typer.Option(help="Seed of the search's tie-breaks.")] = 0,

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import RunView, culprit_rows, execution_facts
+from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title
 from fusebisect.textutil import fmt_number
 
 _CSS = """
@@ -160,7 +160,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
                 lines.append(f"# {side}\n" + " ".join(shlex.quote(str(a)) for a in argv))
         body.append(section("Reproduce both sides of the boundary", code_block("\n\n".join(lines))))
     if production_cfg:
-        body.append(section(f"Production fusion_switch.cfg ({result.get('switch_file', '')})",
+        body.append(section(f"{production_cfg_title(view)} ({result.get('switch_file', '')})",
                             code_block(production_cfg)))
     if view.command:
         body.append(section("Command", code_block(" ".join(shlex.quote(str(a)) for a in view.command))))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import RunView, culprit_rows, execution_facts
+from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title
 
 
 def _cell(value) -> str:
@@ -54,6 +54,6 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
                 lines.append(" ".join(shlex.quote(str(a)) for a in repro[side]))
         lines += ["```", ""]
     if production_cfg:
-        lines += [f"## Production fusion_switch.cfg (`{result.get('switch_file', '')}`)", "", "```json",
+        lines += [f"## {production_cfg_title(view)} (`{result.get('switch_file', '')}`)", "", "```json",
                   production_cfg.rstrip("\n"), "```", ""]
     return "\n".join(lines)

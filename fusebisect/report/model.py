@@ -122,6 +122,13 @@ def production_cfg_text(view: RunView) -> str | None:
         return None
 
 
+def production_cfg_title(view: RunView) -> str:
+    """The heading of the production switch file: a partial fix when the run did not end ``found``."""
+    if view.status == "found":
+        return "Production fusion_switch.cfg"
+    return "Partial fusion_switch.cfg (the culprits found so far off; not a verified fix)"
+
+
 def culprit_rows(view: RunView, catalog=None) -> list[tuple]:
     """One row per culprit rule: (rule, kind, confidence, direction, fused ops, catalog description); values
     the run or the catalog does not know are None."""

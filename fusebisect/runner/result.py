@@ -61,6 +61,7 @@ def restate_runs(message: str, said: int, searched: int, final: int) -> str:
 def build_run_json(session: "Session", result, switch_path: Path | None, verify: "TrialRecord | None") -> dict:
     """Return the run JSON of a finished session (``result`` is the engine's SearchResult, or None)."""
     from fusebisect.runner import oracles
+    from fusebisect.runner.oracles import BAD, GOOD
 
     status = result.status if result is not None else "inconclusive"
     graph = None
@@ -80,9 +81,12 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
                              "direction": getattr(c, "direction", "on"), "fused_ops": ops})
     repro = None
     if result is not None and result.boundary is not None:
-        good, bad = result.boundary
-        repro = {"good": repro_argv(session, frozenset(good), "good"),
-                 "bad": repro_argv(session, frozenset(bad), "bad")}
+        # each side only when that configuration was observed so: a GOOD side that was never seen GOOD (the
+        # budget stopped the search, or the job is still bad with the culprits off) would mislead
+        repro = {}
+        for side, off, outcome in (("good", result.boundary[0], GOOD), ("bad", result.boundary[1], BAD)):
+            seen = session.observed(frozenset(off))
+            repro[side] = repro_argv(session, frozenset(off), side) if seen and seen.outcome == outcome else None
     ignored = sorted({r for rec in session.records for r in rec.ignored})
     final = sum(1 for rec in session.records if rec.final)
     message = "the search stopped without a verdict" if result is None else \
@@ -136,9 +140,9 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             console.print(f"  {which}, run {t['index']}: {t['outcome'].upper()}{metric}{reason}; output in "
                           f"{t['trial_dir']}", soft_wrap=True)
     final = sum(1 for t in j["trials"] if t.get("final"))
-    notes = ([f"{j['executions'] - final} searching + {final} verification"] if final else []) + (
+    counts = ([f"{j['executions'] - final} searching + {final} verification"] if final else []) + (
         [f"theoretical bound {j['bound']}"] if j.get("bound") is not None else [])
-    console.print(f"executions: {j['executions']}" + (f" ({'; '.join(notes)})" if notes else "")
+    console.print(f"executions: {j['executions']}" + (f" ({'; '.join(counts)})" if counts else "")
                   + f"; candidates: {j['candidates']}")
     if j["excluded"]:
         console.print("excluded: " + ", ".join(f"{e['rule']} ({e['reason']})" for e in j["excluded"][:10])
@@ -157,12 +161,23 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
     console.print(table)
     if j["repro"]:
         console.print("reproduce the boundary:")
-        console.print("  good: " + shlex.join(j["repro"]["good"]), soft_wrap=True)
-        console.print("  bad:  " + shlex.join(j["repro"]["bad"]), soft_wrap=True)
+        for side, what in (("good", "GOOD"), ("bad", "BAD")):
+            argv = j["repro"].get(side)
+            console.print(f"  {side}:{' ' * (5 - len(side))}" + (shlex.join(argv) if argv else
+                          f"(none: no run of that configuration was {what})"), soft_wrap=True)
     if j["switch_file"]:
-        console.print(f"production switch file (culprits off only): {j['switch_file']}", soft_wrap=True)
+        if j["status"] == "found":
+            console.print(f"production switch file (culprits off only): {j['switch_file']}", soft_wrap=True)
+        else:
+            console.print(f"[yellow]partial[/yellow] switch file (the culprits found so far off; NOT a verified "
+                          f"fix): {j['switch_file']}", soft_wrap=True)
         v = j.get("verify")
-        if v is not None:
+        if v is None and j["status"] != "found":
+            console.print("  not verified: no run of it showed the job good")
+        elif v is not None and j["status"] != "found" and v["outcome"] != "good":
+            console.print(f"  NOT sufficient: a run with it was [red]{v['outcome'].upper()}[/red]"
+                          + (f" ({v['reason']})" if v["reason"] else ""))
+        elif v is not None:
             good = v["outcome"] == "good"
             console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
                           f"[/{'green' if good else 'red'}]" + (f" ({v['reason']})" if v["reason"] else ""))

@@ -24,7 +24,7 @@ from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        set_aside_previous_run)
-from fusebisect.runner.oracles import GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
+from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_leftovers,
                                      read_text, substitute)
 
@@ -644,16 +644,21 @@ class Session:
             return self.finish_trial(index, frozenset(), "baseline", paths, m, self.slots[0])
         return None
 
-    def _make_engine(self):
+    def _make_engine(self, *, spent: bool = False):
+        """The engine, rebuilt from the journal. ``spent``: the run budget is used up, so the engine gets no
+        further run either (its budget is what it has observed), and it settles on what it found so far."""
         cls = self._engine_class()
+        events = list(self._fold_events())
+        cap = max(2, sum(1 for kind, _ in events if kind == "observe")) if spent else self.opts.max_runs
         kw = dict(flaky=self.opts.flaky, repeat=self.opts.repeat, workers=self.opts.workers,
-                  confidence=self.opts.confidence, max_executions=self.opts.max_runs, seed=self.opts.seed)
-        events: list[tuple[str, object]] = []
-        for ev in self._fold_events():
-            events.append(ev)
+                  confidence=self.opts.confidence, max_executions=cap, seed=self.opts.seed)
         if events:
             return cls.replay(self.candidates, events, **kw)
         return cls(self.candidates, **kw)
+
+    def budget_left(self) -> int | None:
+        """Executions --max-runs still allows (the final verification run included), or None without a budget."""
+        return None if self.opts.max_runs is None else self.opts.max_runs - self.executed
 
     def _fold_events(self):
         """The engine's view of the journal: observations (not pending ones) and priors, in journal order. (A
@@ -684,6 +689,8 @@ class Session:
                 break
             if any(r.off == self.all_off for r in self.records):
                 break  # the reference ran and was invalid
+            if self.budget_left() is not None and self.budget_left() <= 0:
+                break
             self.run_one(self.all_off, "reference")
         if any(r.pending for r in self.records):
             for rec in self.records:
@@ -776,14 +783,17 @@ class Session:
         free = list(self.slots)
         inflight: dict[Future, tuple[frozenset[str], str, str | None]] = {}
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial")
+        left = self.budget_left
         try:
             while True:
                 stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
-                if not engine.done and not stopped and len(inflight) < workers and not self.registry.stopping:
+                spent = left() is not None and left() - len(inflight) <= 0
+                if not engine.done and not stopped and not spent and len(inflight) < workers \
+                        and not self.registry.stopping:
                     running = {v[0] for v in inflight.values()}
                     for off in engine.propose():
                         off = frozenset(off)
-                        if off in running or not free:
+                        if off in running or not free or (left() is not None and left() - len(inflight) <= 0):
                             continue
                         role = self._role(off)
                         device = free.pop(0)
@@ -791,6 +801,8 @@ class Session:
                         inflight[fut] = (off, role, device)
                         running.add(off)
                 if not inflight:
+                    if not engine.done and spent:  # the engine settles on what it has found so far
+                        self.engine = engine = self._make_engine(spent=True)
                     if not engine.done and not stopped:
                         self.notes.append("the search engine proposed nothing more before finishing")
                     break
@@ -832,6 +844,7 @@ class Session:
         switch_path = None
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
+            result = self._unless_still_bad(result)
         elif result is not None and result.status == "not_reproduced" and self._relative_only():
             result = dataclasses.replace(result, message=self._not_reproduced_message())
         run_json = build_run_json(self, result, switch_path, verify)
@@ -849,6 +862,48 @@ class Session:
         off = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "on" for r in c.rules)
         on = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "off" for r in c.rules)
         return off, on, self.switch_config(off, on)
+
+    def observed(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> TrialRecord | None:
+        """The verdict observed for one configuration: the last of its runs whose outcome (GOOD or BAD) is the
+        majority of its judged runs (the last judged one on a tie), or None when none was judged."""
+        runs = [r for r in self.records if r.off == off and r.on == on and r.outcome in (GOOD, BAD)]
+        if not runs:
+            return None
+        good = sum(r.outcome == GOOD for r in runs)
+        if 2 * good == len(runs):
+            return runs[-1]
+        majority = GOOD if 2 * good > len(runs) else BAD
+        return next(r for r in reversed(runs) if r.outcome == majority)
+
+    def _unless_still_bad(self, result):
+        """``result`` (found) when the production configuration was seen GOOD, or the user skipped the final
+        run; else an inconclusive result that keeps the culprits found so far: the job was still BAD with them
+        off, or the budget (--max-runs) was spent before any run could show it good."""
+        off, on, _cfg = self.production_config(result)
+        seen = self.observed(off, on)
+        budget_spent = self.budget_left() is not None and self.budget_left() <= 0
+        if seen is not None and seen.outcome == GOOD:
+            return result
+        if seen is None and not (budget_spent and self.opts.verify):
+            return result  # --no-verify (the user's choice), or its run was INVALID: kept as found, with a note
+        what = f"with {', '.join(sorted(off))} off" if off else f"with {', '.join(sorted(on))} set on"
+        invalid = [r for r in self.records if r.off == off and r.on == on and r.outcome == INVALID]
+        if seen is not None:
+            state = f"the job is still BAD {what} (run {seen.index})"
+        elif invalid:
+            state = f"the run {what} could not be judged (run {invalid[-1].index}: {invalid[-1].reason})"
+        else:
+            state = f"no run {what} was left to show the job good"
+        if budget_spent:
+            message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
+                       f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "
+                       f"the same command to resume.")
+        else:
+            message = (f"The search ended with culprits named, but {state}: they are not the whole answer, and no "
+                       f"further culprit could be isolated.")
+        self.notes.append("the production switch file turns off the culprits found so far: a partial fix, "
+                          + ("not sufficient (the job is still bad with it)" if seen is not None else "not verified"))
+        return dataclasses.replace(result, status="inconclusive", message=message)
 
     def _relative_only(self) -> bool:
         """True when GOOD means only "same as the reference run": --metric without --expect and/or --dumps, no
@@ -901,9 +956,13 @@ class Session:
         if self.opts.verify:
             # the engine's last step ("culprits off, everything else on: anything left?") is this very
             # configuration; a judged run of it is the verification, never rerun. A culprit that is bad while
-            # turned off is set explicitly on, a configuration no search run had: it gets its own run.
-            verify = next((r for r in reversed(self.records) if r.off == off and r.on == on
-                           and r.outcome != INVALID), None)
+            # turned off is set explicitly on, a configuration no search run had: it gets its own run, within
+            # the budget (--max-runs counts it).
+            verify = self.observed(off, on)
+            if verify is None and self.budget_left() is not None and self.budget_left() <= 0:
+                self.notes.append(f"no run to verify the production switch file: the budget (--max-runs "
+                                  f"{self.opts.max_runs}) is spent")
+                return target, None
             if verify is None:
                 self.progress.log("verifying the production switch file with one more run")
                 verify = self.run_one(off, "verify", on, final=True)
