@@ -19,21 +19,27 @@ Example:  fusebisect report fusebisect-work --html report.html
 
 
 def _partial_run_json(view, workdir: Path) -> dict:
-    """The run JSON of a run that has no result yet (interrupted): what was executed so far."""
+    """The run JSON of a run that has no result yet (interrupted, or still running): what was judged so far, with
+    the keys of a finished run's JSON; ``status`` is "running" and what only the end decides is null."""
     return {
         "status": "running",
         "message": "the run has not finished: rerun the same fusebisect run command to resume",
         "culprits": [],
         "executions": len(view.trials),
+        "engine_executions": None,
         "bound": None,
         "candidates": len(view.candidates),
         "candidate_rules": list(view.candidates),
         "switch_file": None,
         "verify": None,
         "trials": [{"index": t.number, "config_off": t.off, "outcome": t.outcome, "metric": t.metric,
-                    "seconds": t.seconds, "role": t.role, "reason": t.reason} for t in view.trials],
+                    "seconds": t.seconds, "role": t.role, "reason": t.reason, "trial_dir": t.trial_dir}
+                   for t in view.trials],
+        "unjudged": list(view.unjudged),
         "repro": None,
-        "excluded": [],
+        "excluded": list(view.excluded),
+        "switch_ignored": sorted({r for t in view.trials for r in t.ignored}),
+        "prior": view.priors[-1] if view.priors else None,
         "journal": str(workdir / "journal.jsonl"),
     }
 

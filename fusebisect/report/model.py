@@ -1,7 +1,8 @@
 """The view of one ``fusebisect run`` that every renderer shares, folded from its journal records.
 
-Journal records (``WORKDIR/journal.jsonl``, one JSON object per line) are ``start``, ``trial``, ``prior``,
-``dumps`` and ``result`` events. A run that was interrupted has no ``result`` yet: the view still shows what
+Journal records (``WORKDIR/journal.jsonl``, one JSON object per line) are ``start``, ``trial``, ``verdict`` (a
+run judged after it was journaled: a baseline once the reference ran), ``prior``, ``exclude``, ``dumps`` and
+``result`` events. A run that was interrupted has no ``result`` yet: the view still shows what
 was learned so far.
 """
 
@@ -41,6 +42,8 @@ class RunView:
     options: dict[str, Any] = field(default_factory=dict)
     trials: list[TrialView] = field(default_factory=list)
     priors: list[list[str]] = field(default_factory=list)
+    excluded: list[dict[str, Any]] = field(default_factory=list)  # {rule, reason}: rules kept out of the search
+    unjudged: list[dict[str, Any]] = field(default_factory=list)  # {index, trial_dir}: started, never judged
     dumps: dict[str, Any] | None = None  # rows with cosine per tensor + first_divergence
     result: dict[str, Any] | None = None  # the run JSON, absent while the run is unfinished
 
@@ -64,6 +67,9 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.command = list(rec.get("command") or [])
             view.candidates = list(rec.get("candidates") or [])
             view.options = dict(rec.get("options") or {})
+            view.excluded = list(rec.get("excluded") or [])
+        elif event == "exclude":
+            view.excluded += [{"rule": r, "reason": rec.get("reason") or ""} for r in rec.get("rules") or []]
         elif event == "candidates":
             view.candidates = list(rec.get("candidates") or [])
         elif event == "trial":
@@ -80,6 +86,10 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
                 switch_file=rec.get("switch_file"),
                 trial_dir=rec.get("trial_dir"),
             ))
+        elif event == "verdict":  # a run judged after the fact (a baseline, once the reference ran)
+            for t in view.trials:
+                if t.number == rec.get("index"):
+                    t.outcome, t.reason = str(rec.get("outcome") or t.outcome), str(rec.get("reason") or "")
         elif event == "prior":
             view.priors.append(list(rec.get("rules") or []))
         elif event == "dumps":
@@ -108,7 +118,11 @@ def load_run_view(workdir: str | Path) -> RunView:
     records = journal.load()
     if not records:
         raise FusebisectError(f"no {JOURNAL_NAME} here: not the workdir of a fusebisect run", path=workdir)
-    return view_from_records(records)
+    from fusebisect.runner.result import unjudged_runs
+
+    view = view_from_records(records)
+    view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
+    return view
 
 
 def production_cfg_text(view: RunView) -> str | None:
@@ -148,5 +162,8 @@ def execution_facts(view: RunView) -> tuple[str, str]:
     result = view.result or {}
     executions = result.get("executions", len(view.trials))
     bound = result.get("bound")
-    return (f"{executions} executions" + (f" (theoretical bound {bound})" if bound else ""),
+    gaps = [str(u.get("index")) for u in view.unjudged]
+    return (f"{executions} executions" + (f" (theoretical bound {bound})" if bound else "")
+            + (f"; not counted: run{'s' if len(gaps) > 1 else ''} {', '.join(gaps)}, started but not judged "
+               f"(interrupted)" if gaps else ""),
             f"{len(view.candidates)} candidate rules")

@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from fusebisect.runner.trial import TrialPaths, substitute
+from fusebisect.runner.trial import TrialPaths, numbered_trial_dirs, substitute
 from fusebisect.textutil import fmt_number
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +47,15 @@ def trial_row(rec: "TrialRecord") -> dict[str, Any]:
             "role": rec.role, "key": rec.key, "reason": rec.reason, "exit_code": rec.measurement.exit_code,
             "trial_dir": str(rec.paths.trial_dir), **({"config_on": sorted(rec.on)} if rec.on else {}),
             **({"final": True} if rec.final else {})}
+
+
+def unjudged_runs(workdir: Path, judged: Sequence[int]) -> list[dict[str, Any]]:
+    """The runs that started (their trial dir is kept) but have no verdict: interrupted (Ctrl-C, SIGTERM, kill -9)
+    before they ended, or still running. Their numbers are the gaps in the trials' numbering; they do not count
+    in ``executions``."""
+    done = set(judged)
+    return [{"index": i, "trial_dir": str(path)} for i, path in numbered_trial_dirs(Path(workdir) / "trials").items()
+            if i not in done]
 
 
 def restate_runs(message: str, said: int, searched: int, final: int) -> str:
@@ -104,6 +113,7 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         "verify": None if verify is None else {"outcome": verify.outcome, "reason": verify.reason,
                                                "trial_dir": str(verify.paths.trial_dir)},
         "trials": [trial_row(r) for r in session.records],
+        "unjudged": unjudged_runs(session.workdir, [r.index for r in session.records]),
         "repro": repro,
         "excluded": list(session.excluded),
         "switch_ignored": ignored,
@@ -144,6 +154,12 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
         [f"theoretical bound {j['bound']}"] if j.get("bound") is not None else [])
     console.print(f"executions: {j['executions']}" + (f" ({'; '.join(counts)})" if counts else "")
                   + f"; candidates: {j['candidates']}")
+    unjudged = j.get("unjudged") or []
+    if unjudged:
+        why = "still running, or interrupted" if j["status"] == "running" else "interrupted"
+        console.print(f"not counted: run{'' if len(unjudged) == 1 else 's'} "
+                      f"{', '.join(str(u['index']) for u in unjudged)}, started but not judged ({why}); output in "
+                      + ", ".join(u["trial_dir"] for u in unjudged), soft_wrap=True)
     if j["excluded"]:
         console.print("excluded: " + ", ".join(f"{e['rule']} ({e['reason']})" for e in j["excluded"][:10])
                       + (f" (+{len(j['excluded']) - 10} more)" if len(j["excluded"]) > 10 else ""))

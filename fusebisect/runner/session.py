@@ -26,7 +26,7 @@ from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalEr
                                        set_aside_previous_run)
 from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_leftovers,
-                                     read_text, substitute)
+                                     numbered_trial_dirs, read_text, substitute)
 
 VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "dumps", "cosine",
                    "max_abs_error", "rules", "repeat", "flaky", "graph_dump", "seed", "confidence")
@@ -348,12 +348,7 @@ class Session:
     def _new_paths(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> tuple[int, TrialPaths]:
         with self._lock:
             trials = self.workdir / "trials"
-            existing = 0
-            if trials.is_dir():
-                for child in trials.iterdir():
-                    head = child.name.split("-", 1)[0]
-                    if head.isdigit():
-                        existing = max(existing, int(head))
+            existing = max(numbered_trial_dirs(trials), default=0)  # an interrupted run's dir is kept
             index = max(self._next_index, existing + 1)
             self._next_index = index + 1
             trial_dir = trials / f"{index:04d}-{config_key(off, on)}"
@@ -449,9 +444,7 @@ class Session:
             if newly and len(newly) < len(self.candidates):
                 self.exclude(newly, "switch ignored: still fired when turned off")
         if rec.off == self.all_off and rec.outcome == GOOD:
-            for other in self.records:
-                if other.pending:
-                    self.judge_record(other)
+            self._settle_pending()
         self.progress.finished(rec, self._engine_progress(), self.executed)
         if self.on_trial is not None:
             self.on_trial(rec)
@@ -580,10 +573,19 @@ class Session:
                 self.dumps_event = ev
             elif kind == "exclude":
                 self.exclude(list(ev.get("rules") or []), ev.get("reason") or "", journal=False)
+        settled = {int(ev.get("index") or 0) for ev in records[1:] if ev.get("event") == "verdict"}
+        self._settle_pending(journaled=settled)
+        return start
+
+    def _settle_pending(self, journaled: set[int] = frozenset()) -> None:
+        """Judge the runs that waited for the reference, and journal each verdict that settles (``verdict``
+        events, unless ``journaled`` already holds that run): a report of an interrupted run reads them."""
         for rec in self.records:
             if rec.pending:
                 self.judge_record(rec)
-        return start
+                if not rec.pending and rec.index not in journaled:
+                    self.journal.append({"event": "verdict", "index": rec.index, "outcome": rec.outcome,
+                                         "reason": rec.reason})
 
     def _write_start(self) -> None:
         self.journal.append({"event": "start", "command": list(self.opts.command), "candidates": self.candidates,

@@ -296,6 +296,17 @@ class Execution:
                            group_file=pgid_file(self.paths.trial_dir))
 
 
+def numbered_trial_dirs(trials: Path) -> dict[int, Path]:
+    """The trial dirs under ``trials`` (named ``NNNN-KEY``) by run number; {} when there is no such dir."""
+    found: dict[int, Path] = {}
+    if trials.is_dir():
+        for child in sorted(trials.iterdir()):
+            head = child.name.split("-", 1)[0]
+            if head.isdigit() and child.is_dir():
+                found.setdefault(int(head), child)
+    return found
+
+
 def read_text(path: Path, limit: int = 64 * 1024 * 1024) -> str:
     """Return the text of a log file (UTF-8, undecodable bytes replaced; at most ``limit`` bytes from the end).
     Returns '' when the file does not exist."""
@@ -310,4 +321,4 @@ def read_text(path: Path, limit: int = 64 * 1024 * 1024) -> str:
 
 
 __all__ = ["PLACEHOLDERS", "TrialPaths", "ExecResult", "ProcessRegistry", "Execution", "kill_group",
-           "substitute", "trial_env", "prepare_dir", "run_process", "read_text"]
+           "substitute", "trial_env", "prepare_dir", "run_process", "read_text", "numbered_trial_dirs"]

@@ -1,0 +1,66 @@
+"""``fusebisect report`` of a run interrupted in its 4th execution, then of the same run resumed to its end: the
+baseline judged once the reference ran shows its verdict, the unfinished run's JSON has the finished one's keys,
+and the interrupted execution's number (kept with its trial dir, never judged) is explained, not silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from fusebisect.cli.app import main
+
+
+def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys):
+    calls, hang, release = tmp_path / "calls", tmp_path / "hanging", tmp_path / "release"
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent(f'''
+        import os, sys, time
+        with open({str(calls)!r}, "a") as f:
+            f.write("x")
+        if os.path.getsize({str(calls)!r}) == 4 and not os.path.exists({str(release)!r}):
+            open({str(hang)!r}, "w").close()
+            time.sleep(300)
+        from fusebisect.sim.cli import main
+        sys.exit(main(["train", "--faulty", "GeluFusionPass", "--steps", "2"]))
+    '''))
+    work = tmp_path / "w"
+    argv = ["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--", sys.executable, str(job)]
+    proc = subprocess.Popen([sys.executable, "-m", "fusebisect", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not hang.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1] if proc.poll() else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+
+    assert main(["report", str(work), "--json"]) == 1
+    partial = json.loads(capsys.readouterr().out)
+    assert partial["status"] == "running"
+    baseline = partial["trials"][0]
+    assert baseline["role"] == "baseline" and partial["trials"][1]["outcome"] == "good"
+    assert baseline["outcome"] == "bad" and baseline["reason"].startswith("metric ")  # not "pending"
+    assert [t["index"] for t in partial["trials"]] == [1, 2, 3] and partial["executions"] == 3
+    [cut] = partial["unjudged"]
+    assert cut["index"] == 4 and cut["trial_dir"].startswith(str(work / "trials" / "0004-"))
+    assert {e["rule"] for e in partial["excluded"]} >= {"AReduceMeanFusionPass"}
+    for key in ("bound", "switch_file", "verify", "repro", "engine_executions"):
+        assert partial[key] is None, key
+
+    release.touch()
+    assert main(["-q", "run", "--json", *argv[1:]]) == 0
+    done = json.loads(capsys.readouterr().out)
+    indices = [t["index"] for t in done["trials"]]
+    assert 4 not in indices and indices == [1, 2, 3, *range(5, done["executions"] + 2)]
+    assert [u["index"] for u in done["unjudged"]] == [4]
+    assert main(["report", str(work)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"executions: {done['executions']}" in out
+    assert "not counted: run 4, started but not judged (interrupted); output in " in out
+    assert main(["report", str(work), "--markdown", str(tmp_path / "r.md")]) == 0
+    assert "not counted: run 4, started but not judged (interrupted)" in (tmp_path / "r.md").read_text()
