@@ -1,4 +1,5 @@
-"""The ``fusebisect run`` command edge: usage errors (exit 2), Ctrl-C (exit 130, journal kept, no orphans)."""
+"""The ``fusebisect run`` command edge: usage errors (exit 2), Ctrl-C and SIGTERM (exit 130/143, journal kept, no
+orphans)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def test_missing_program_exits_2(capsys, tmp_path):
     assert rc == 2 and "cannot run command" in capsys.readouterr().err
 
 
-def test_ctrl_c_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path):
+@pytest.mark.parametrize("sig, code, what", [(signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGTERM, 143, "terminated (SIGTERM)")])  # timeout, Slurm, k8s
+def test_ctrl_c_or_sigterm_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path, sig, code, what):
     job = tmp_path / "job.py"
     pidfile = tmp_path / "grandchild.pid"
     job.write_text(textwrap.dedent(f'''
@@ -62,10 +65,10 @@ def test_ctrl_c_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path)
     while not (pidfile.exists() and pidfile.read_text()):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, err
-    assert "Rerun the same command to resume" in err
+    assert proc.returncode == code, err
+    assert f"fusebisect: {what} after 0 runs" in err and "Rerun the same command to resume" in err
     assert len(list((work / "trials").iterdir())) == 1  # the interrupted run's dir (and logs) are kept
     events = [json.loads(line) for line in (work / "journal.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events] == ["start"]  # kept, and the killed run is not judged

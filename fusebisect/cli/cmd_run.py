@@ -1,7 +1,7 @@
 """``fusebisect run -- CMD``: find the fusion rule(s) that make CMD bad, in the fewest executions.
 
 Thin edge over :mod:`fusebisect.runner.session`: parse flags, run the session, print the report (stdout) or the
-run JSON (``--json``), exit 0 when a culprit was found, 1 otherwise, 2 on usage errors, 130 on Ctrl-C.
+run JSON (``--json``), exit 0 when a culprit was found, 1 otherwise, 2 on usage errors, 130 on Ctrl-C, 143 on SIGTERM.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _split_csv(value: str | None) -> list[str] | None:
 def run_session(opts):
     """Run a search session with progress on stderr, then write its report.html/report.md.
 
-    Returns (SessionResult, (html path, markdown path)); Ctrl-C exits 130 with the journal kept."""
+    Returns (SessionResult, (html path, markdown path)); Ctrl-C exits 130, SIGTERM 143, with the journal kept."""
     from fusebisect.report import write_run_reports
     from fusebisect.runner.session import Interrupted, Progress, Session
 
@@ -54,7 +54,7 @@ def run_session(opts):
         res = session.run()
     except Interrupted as exc:
         print(f"fusebisect: {exc}", file=sys.stderr)
-        raise typer.Exit(130)
+        raise typer.Exit(exc.exit_code)
     return res, write_run_reports(session.workdir)
 
 

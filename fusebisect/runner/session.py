@@ -9,11 +9,13 @@ over the journal, so rerunning the same command resumes without repeating any ju
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import shlex
+import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -33,7 +35,34 @@ VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "
 
 
 class Interrupted(FusebisectError):
-    """The user pressed Ctrl-C: children were killed, the journal is kept; rerun the command to resume."""
+    """The user pressed Ctrl-C, or SIGTERM came (timeout, Slurm, Kubernetes): children were killed, the journal is
+    kept; rerun the command to resume. ``exit_code``: 130 (SIGINT) or 143 (SIGTERM), the shell's 128 + signal."""
+
+    def __init__(self, message: str, *, exit_code: int = 130) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that it unwinds like Ctrl-C."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not interrupt the cleanup
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While running, SIGTERM unwinds like Ctrl-C (only the main thread can install a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -513,10 +542,13 @@ class Session:
             if moved is not None:
                 self.progress.log(f"the previous run's {', '.join(moved[1])} moved to {moved[0]}")
         try:
-            return self._run()
-        except KeyboardInterrupt:
+            with _sigterm_as_interrupt():
+                return self._run()
+        except KeyboardInterrupt as exc:
             self.registry.kill_all()
-            raise Interrupted(self._resume_hint()) from None
+            terminated = isinstance(exc, Terminated)
+            raise Interrupted(self._resume_hint("terminated (SIGTERM)" if terminated else "interrupted"),
+                              exit_code=143 if terminated else 130) from None
         finally:
             self.progress.close()
 
@@ -539,9 +571,9 @@ class Session:
         except (OSError, ValueError, AttributeError, KeyError, TypeError):
             return []
 
-    def _resume_hint(self) -> str:
-        return (f"interrupted after {self.executed} runs; the journal is kept in {self.journal.path}. "
-                f"Rerun the same command to resume (add --fresh to start over).")
+    def _resume_hint(self, what: str = "interrupted") -> str:
+        return (f"{what} after {self.executed} runs; the running executions were killed and the journal is kept "
+                f"in {self.journal.path}. Rerun the same command to resume (add --fresh to start over).")
 
     def _load(self) -> dict | None:
         records = self.journal.load()
