@@ -157,6 +157,11 @@ def test_the_budget_holds_and_a_search_it_cut_short_is_not_found(capsys, tmp_pat
     rc, j, err = _run(capsys, "--dumps", "--max-runs", "30", "--workdir", str(work), *job)
     assert rc == 0 and j["status"] == "found", err
     assert sorted(r for c in j["culprits"] for r in c["rules"]) == ["GeluFusionPass", "MatMulBiasAddFusionPass"]
+    finished, production = j, (work / "fusion_switch.cfg").read_text()
+    # rerun with a budget below the runs already made: the finished answer and its production file stand
+    rc, j, err = _run(capsys, "--dumps", "--max-runs", "5", "--workdir", str(work), *job)
+    assert rc == 0 and j["status"] == "found" and j["culprits"] == finished["culprits"], err
+    assert j["executions"] == finished["executions"] and (work / "fusion_switch.cfg").read_text() == production
     # --max-runs counts the verification run: no fourth run when the search spent three
     rc, j, err = _run(capsys, "--dumps", "--max-runs", "3", "--workdir", str(tmp_path / "w3"), *job)
     assert rc == 1 and j["status"] == "inconclusive" and j["executions"] == 3 and j["verify"] is None, err

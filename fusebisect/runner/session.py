@@ -683,7 +683,9 @@ class Session:
         further run either (its budget is what it has observed), and it settles on what it found so far."""
         cls = self._engine_class()
         events = list(self._fold_events())
-        cap = max(2, sum(1 for kind, _ in events if kind == "observe")) if spent else self.opts.max_runs
+        observed = sum(1 for kind, _ in events if kind == "observe")
+        # runs already judged always count: a rerun with a lower --max-runs must not cut a finished search short
+        cap = max(2, observed) if spent else None if self.opts.max_runs is None else max(self.opts.max_runs, observed)
         kw = dict(flaky=self.opts.flaky, repeat=self.opts.repeat, workers=self.opts.workers,
                   confidence=self.opts.confidence, max_executions=cap, seed=self.opts.seed)
         if events:
