@@ -513,6 +513,18 @@ def test_fresh_sets_the_previous_runs_outputs_aside_and_numbers_runs_from_1(targ
                                                                         range(1, res["executions"] + 1)]
 
 
+def test_fresh_also_sets_aside_a_production_file_written_with_output(target, tmp_path):
+    out = tmp_path / "out" / "prod.cfg"
+    out.parent.mkdir()
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    del target.env["T_FAULTY"]
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out, fresh=True).run().run_json
+    assert res["status"] == "not_reproduced" and not out.exists()     # no stale verdict at the -o path
+    [old] = (tmp_path / "w" / "previous").iterdir()
+    assert RULES[1] in (old / "outside" / "prod.cfg").read_text()
+
+
 def test_a_reference_invalid_twice_stops_the_run_at_the_gates(target, tmp_path):
     from fusebisect.search import Search
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -116,16 +117,21 @@ PREVIOUS_DIR = "previous"
 
 def set_aside_previous_run(workdir: str | os.PathLike[str],
                            extra: Iterable[Path] = ()) -> tuple[Path, list[str]] | None:
-    """Move the previous run's outputs (:data:`RUN_OUTPUTS`, plus ``extra`` paths inside the workdir, e.g. a
-    production switch file written elsewhere in it) into ``WORKDIR/previous/<timestamp>/``, keeping their
-    relative paths, for ``--fresh``: nothing is deleted, and the workdir then reflects only the new run.
+    """Move the previous run's outputs (:data:`RUN_OUTPUTS`, plus ``extra`` paths, e.g. the production switch file
+    written with -o) into ``WORKDIR/previous/<timestamp>/``, keeping their paths relative to the workdir (a path
+    outside it goes to ``outside/<name>``), for ``--fresh``: nothing is deleted, and neither the workdir nor the
+    -o path then shows a verdict of the old run.
 
-    Returns (that directory, the relative paths moved), or None when there was nothing to move. Raises OSError."""
+    Returns (that directory, the paths moved: relative to the workdir, or as given when outside), or None when
+    there was nothing to move. Raises OSError."""
     workdir = Path(workdir).absolute()
     moving: list[Path] = []
     for path in [workdir / name for name in RUN_OUTPUTS] + [Path(p).absolute() for p in extra]:
-        inside = path != workdir and path.is_relative_to(workdir) and not path.is_relative_to(workdir / PREVIOUS_DIR)
-        if inside and (path.exists() or path.is_symlink()) and path not in moving:
+        if path == workdir or path.is_relative_to(workdir / PREVIOUS_DIR) or path in moving:
+            continue
+        if not path.is_relative_to(workdir) and path.is_dir():
+            continue     # an -o path is a file; never move a directory from outside the workdir
+        if path.exists() or path.is_symlink():
             moving.append(path)
     if not moving:
         return None
@@ -138,10 +144,14 @@ def set_aside_previous_run(workdir: str | os.PathLike[str],
     target.mkdir(parents=True)
     moved = []
     for path in moving:
-        rel = path.relative_to(workdir)
+        inside = path.is_relative_to(workdir)
+        rel = path.relative_to(workdir) if inside else Path("outside") / path.name
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target / rel)
-        moved.append(str(rel))
+        if inside:
+            os.replace(path, target / rel)
+        else:   # may be on another filesystem
+            shutil.move(str(path), str(target / rel))
+        moved.append(str(rel) if inside else str(path))
     return target, moved
 
 
