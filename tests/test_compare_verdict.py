@@ -205,3 +205,32 @@ def test_dumps_the_graph_does_not_know_are_noted(tmp_path, capsys):
     assert main(["compare", str(fused / "dump"), str(unfused / "dump"), "--my-graph", str(fused / "graph"),
                  "--golden-graph", str(unfused / "graph"), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["notes"] == []
+
+
+def test_the_same_nan_inf_on_both_sides_is_judged_on_the_other_elements(tmp_path, capsys):
+    """A -inf attention mask on both sides makes msaccucmp's metrics NaN whatever the rest is: the verdict looks at
+    the elements finite on both sides, and NaN/Inf on one side only (or of another kind) is a divergence."""
+    masked = X.copy()
+    masked[:, 3] = -np.inf
+    negated = -masked
+    negated[:, 3] = -np.inf      # every finite element negated, the mask kept
+    lost_mask = X.copy()
+    flipped = masked.copy()
+    flipped[0, 3] = np.inf
+    my, gold = _pair(tmp_path, {"same": masked, "neg": negated, "lost": lost_mask, "flip": flipped},
+                     {"same": masked, "neg": masked, "lost": masked, "flip": masked})
+    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    same, neg = rows["same:output:0"], rows["neg:output:0"]
+    assert same.nonfinite == 0 and same.finite_cosine == pytest.approx(1.0) and same.compared
+    assert neg.nonfinite == 0 and neg.finite_cosine == pytest.approx(-1.0)
+    assert rows["lost:output:0"].nonfinite == 4 and rows["flip:output:0"].nonfinite == 1
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["tensor"] == "neg:output:0"
+    assert out["first_divergence"]["finite_cosine"] == pytest.approx(-1.0)
+    by_tensor = {t["tensor"]: t for t in out["tensors"]}
+    assert by_tensor["same:output:0"]["cosine"] is None and by_tensor["same:output:0"]["finite_cosine"] == 1.0
+    masked_only = tmp_path / "masked"
+    _dump(masked_only / "my", "same", masked)
+    _dump(masked_only / "gold", "same", masked)
+    assert main(["compare", str(masked_only / "my"), str(masked_only / "gold")]) == 0

@@ -35,6 +35,15 @@ def _num(value, digits: int = 6) -> str:
     return f"{value:.{digits}f}"
 
 
+def _finite_note(row) -> str:
+    """The reason cell of a row whose metrics are NaN because of NaN/Inf (msaccucmp writes no reason)."""
+    if row.nonfinite:
+        return f"{row.nonfinite} NaN/Inf values unlike the golden's"
+    if row.finite_cosine is not None:
+        return f"same NaN/Inf as the golden; the other elements: cosine {_num(row.finite_cosine)}"
+    return ""
+
+
 def _finite(value: float | None) -> float | None:
     """A metric for JSON and the HTML report: None when absent or not a finite number."""
     return value if value is not None and math.isfinite(value) else None
@@ -67,7 +76,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
             style = "yellow"
         golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
         table.add_row(*map(escape, (str(row.index), row.my_op, row.tensor, golden, _num(row.cosine),
-                                    _num(row.max_abs_error), (row.fail_reason or "")[:80])), style=style)
+                                    _num(row.max_abs_error), (row.fail_reason or _finite_note(row))[:80])),
+                      style=style)
     console.print(table)
     if fd is None:
         skipped = sum(not r.compared for r in report.rows)
@@ -85,8 +95,9 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         return
     lines = [f"first divergent op: [bold]{escape(fd['op'])}[/bold]  tensor {escape(fd['tensor'])}",
              f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}"
-             + (f"   [bold]{fd['nonfinite']} NaN/Inf values[/bold] where the golden is finite"
-                if fd.get("nonfinite") else ""),
+             + (f"   [bold]{fd['nonfinite']} NaN/Inf values[/bold] unlike the golden's" if fd.get("nonfinite") else "")
+             + (f"   (same NaN/Inf as the golden; the other elements: cosine {_num(fd['finite_cosine'])})"
+                if fd.get("finite_cosine") is not None else ""),
              f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
              f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",
              f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
@@ -169,7 +180,8 @@ def register(app: typer.Typer) -> None:
         not_compared = sum(not r.compared for r in report.rows)
         rows = [{"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
                  "cosine": _finite(r.cosine), "max_abs_error": _finite(r.max_abs_error), "nonfinite": r.nonfinite,
-                 "compared": r.compared, "reason": r.fail_reason} for r in report.execution_order()]
+                 "finite_cosine": r.finite_cosine, "compared": r.compared, "reason": r.fail_reason or _finite_note(r)}
+                for r in report.execution_order()]
         if html_out is not None:
             from fusebisect.fsutil import atomic_write_text
             from fusebisect.report.html import render_compare

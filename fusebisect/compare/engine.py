@@ -51,7 +51,9 @@ class CompareRow:
     ub_pass_name: str | None = None
     original_ops: list[str] = field(default_factory=list)   # what the fused op replaced
     timestamp: int = 0                                        # my dump time: execution order
-    nonfinite: int = 0              # elements that are NaN/Inf in my tensor but finite in the golden
+    nonfinite: int = 0              # elements whose NaN/Inf differs from the golden's (one side only, or other kind)
+    finite_cosine: float | None = None    # when both hold NaN/Inf at the same places: over the other elements
+    finite_max_abs_error: float | None = None
 
     @property
     def cosine(self) -> float | None:
@@ -62,7 +64,8 @@ class CompareRow:
     @property
     def compared(self) -> bool:
         """True when the pair was compared: some metric is a number, or my tensor has NaN/Inf the golden lacks."""
-        return self.nonfinite > 0 or any(isinstance(v, float) and math.isfinite(v) for v in self.metrics.values())
+        return (self.nonfinite > 0 or self.finite_cosine is not None
+                or any(isinstance(v, float) and math.isfinite(v) for v in self.metrics.values()))
 
     @property
     def max_abs_error(self) -> float | None:
@@ -253,6 +256,8 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     NaN/Inf where the golden is finite (its cosine is then NaN: no threshold would catch it)."""
     if row.nonfinite:
         return True
+    if row.finite_cosine is not None:   # the same NaN/Inf on both sides: judge the other elements
+        return row.finite_cosine < cosine or (max_abs_error is not None and row.finite_max_abs_error > max_abs_error)
     cos = row.cosine
     if cos is not None and not np.isnan(cos) and cos < cosine:
         return True
@@ -268,7 +273,8 @@ def first_divergence(report: CompareReport, *, cosine: float = 0.99,
     for row in report.execution_order():
         if is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             return {"op": row.my_op, "tensor": row.tensor, "cosine": row.cosine,
-                    "max_abs_error": row.max_abs_error, "nonfinite": row.nonfinite, "pass_names": list(row.pass_names),
+                    "max_abs_error": row.max_abs_error, "nonfinite": row.nonfinite,
+                    "finite_cosine": row.finite_cosine, "pass_names": list(row.pass_names),
                     "ub_pass_name": row.ub_pass_name,
                     "ground_truth": list(row.original_ops or row.golden_ops)}
     return None
@@ -343,14 +349,28 @@ class _Pending:
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
-    """Set ``row.nonfinite``: my NaN/Inf elements where the golden is finite. The metrics of such a pair are NaN or
-    Inf, so the arrays are only scanned when a metric is not finite (zero vectors also give a NaN cosine)."""
+    """Set ``row.nonfinite``: the elements whose NaN/Inf differs from the golden's (NaN or Inf on one side only,
+    NaN against Inf, or Inf of the other sign). When both hold the same NaN/Inf (a -inf attention mask), msaccucmp's
+    metrics are NaN whatever the other elements are: ``finite_cosine`` and ``finite_max_abs_error`` then measure
+    the elements finite on both sides. The arrays are only scanned when a metric is not finite."""
     if all(not isinstance(v, float) or math.isfinite(v) for v in row.metrics.values()):
         return
-    if x.size != y.size or x.dtype.kind not in "fc":
+    if x.size != y.size or x.dtype.kind not in "fc" or y.dtype.kind not in "fc":
         return
-    mine = np.isfinite(x.reshape(-1))
-    row.nonfinite = int(np.count_nonzero(~mine & np.isfinite(y.reshape(-1)))) if not mine.all() else 0
+    x, y = x.reshape(-1), y.reshape(-1)
+    fx, fy = np.isfinite(x), np.isfinite(y)
+    if fx.all() and fy.all():
+        return
+    both = ~fx & ~fy
+    same = np.isnan(x[both]) & np.isnan(y[both]) | (x[both] == y[both])
+    row.nonfinite = int(np.count_nonzero(fx != fy)) + int(np.count_nonzero(~same))
+    finite = fx & fy
+    if row.nonfinite or not finite.any():
+        return
+    a, b = x[finite].astype(np.float64), y[finite].astype(np.float64)
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
+    row.finite_max_abs_error = float(np.max(np.abs(a - b)))
 
 
 def _fill(row: CompareRow, on_error, compute) -> None:

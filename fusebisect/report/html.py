@@ -167,10 +167,6 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     return page("fusebisect run report", f"status: {status}", body)
 
 
-def _nonfinite_text(count) -> str:
-    return f"{count} NaN/Inf values where the golden is finite" if count else ""
-
-
 def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, *, unmatched: Sequence[dict],
                    cosine: float, mode: str, my: str, golden: str, max_rows: int = 2000,
                    notes: Sequence[str] = (), not_compared: int = 0) -> str:
@@ -181,8 +177,9 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     if first:
         rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
         text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
-                + (f", {esc(first['nonfinite'])} NaN/Inf values where the golden is finite"
-                   if first.get("nonfinite") else "") + ")"
+                + (f", {esc(first['nonfinite'])} NaN/Inf values unlike the golden's" if first.get("nonfinite") else "")
+                + (f", same NaN/Inf as the golden; the other elements: cosine {esc(fmt_number(first['finite_cosine']))}"
+                   if first.get("finite_cosine") is not None else "") + ")"
                 + (f" — rules to suspect: {esc(', '.join(rules))}" if rules else ""))
         body = [verdict("divergence", text)]
     elif not_compared:
@@ -199,8 +196,7 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
           and r.get("op") == first.get("op")}
     parts = [table(["#", "op", "tensor", "golden", "cosine", "max abs error", "reason"],
                    [[i + 1, r.get("op"), r.get("tensor"), r.get("golden"), fmt_number(r.get("cosine")),
-                     fmt_number(r.get("max_abs_error")), r.get("reason") or _nonfinite_text(r.get("nonfinite"))]
-                    for i, r in enumerate(shown)],
+                     fmt_number(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
                    highlight=hl)]
     if len(rows) > max_rows:
         parts.append(f"<p class=\"muted\">(first {max_rows} of {len(rows)} rows; the CSV has all)</p>")
