@@ -69,9 +69,9 @@ def register(app: typer.Typer) -> None:
                                                                 "curve: every match, point by point over the "
                                                                 "reference's length (a curve that ends earlier "
                                                                 "is bad).", show_default=False)] = None,
-        rtol: Annotated[Optional[float], typer.Option(help="--metric: relative tolerance [default: 0.01].",
+        rtol: Annotated[Optional[float], typer.Option(help="--metric: relative tolerance (default 0.01).",
                                                       show_default=False)] = None,
-        atol: Annotated[Optional[float], typer.Option(help="--metric: absolute tolerance [default: 0].",
+        atol: Annotated[Optional[float], typer.Option(help="--metric: absolute tolerance (default 0).",
                                                       show_default=False)] = None,
         expect: Annotated[Optional[float], typer.Option(help="--metric: compare the last match with this value "
                                                              "instead of the reference run (not with curve).")
@@ -81,7 +81,7 @@ def register(app: typer.Typer) -> None:
         dumps: Annotated[bool, typer.Option("--dumps", help="Compare each run's dumps with the reference run's "
                                                             "(fused ops mapped through the graphs).")] = False,
         cosine: Annotated[Optional[float], typer.Option(help="--dumps: bad below this cosine similarity "
-                                                             "[default: 0.99].", show_default=False)] = None,
+                                                             "(default 0.99).", show_default=False)] = None,
         max_abs_error: Annotated[Optional[float], typer.Option(help="--dumps: bad above this max absolute "
                                                                     "error.")] = None,
         rules: Annotated[Optional[str], typer.Option(help="Candidates: FILE or NAME,NAME,... (default: the rules "
