@@ -784,8 +784,9 @@ class Search:
         n = self._n
         if p < self.confidence:
             best = self._hyp_name(top)
+            # three decimals: 0.949 must not read as the 0.95 it did not reach
             return self._result("inconclusive", [], f"No hypothesis reached {self.confidence:.2f} within "
-                                f"{self.executions} runs; most likely: {best} (p={p:.2f}).")
+                                f"{self.executions} runs; most likely: {best} (p={p:.3f}).")
         if top == 2 * n:
             return self._result("not_reproduced", [], f"The symptom does not reproduce (p={p:.2f}).")
         if top == 2 * n + 1:
