@@ -186,3 +186,13 @@ def test_a_baseline_like_the_reference_says_what_a_relative_oracle_cannot_tell(c
     assert ("one of the 2 passes that cannot be switched off (AReduceMeanFusionPass, AReduceSumFusionPass)"
             in j["message"])
     assert "--metric REGEX --expect VALUE" in j["message"]
+
+
+def test_a_reverse_culprit_found_within_the_budget_is_found(capsys, tmp_path):
+    # bad while GeluFusionPass is off (the job fails to compile); the budget leaves no run for the production file
+    # (GeluFusionPass set on), but that is the baseline's configuration, which ran GOOD
+    rc, j, err = _run(capsys, "--max-runs", "5", "--workdir", str(tmp_path / "w"), "--", *SIM,
+                      "--crash-when", "GeluFusionPass=off", "--steps", "2")
+    assert rc == 0 and j["status"] == "found", err
+    assert [(c["rules"], c["direction"]) for c in j["culprits"]] == [(["GeluFusionPass"], "off")]
+    assert j["executions"] == 5 and j["verify"] is None

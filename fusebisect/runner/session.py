@@ -917,6 +917,12 @@ class Session:
         off, or the budget (--max-runs) was spent before any run could show it good."""
         off, on, _cfg = self.production_config(result)
         seen = self.observed(off, on)
+        base = self.baseline_record()
+        if seen is None and not off and on and base is not None and on <= set(self.fired_in(base.paths)):
+            seen = self.observed(frozenset())   # rules set on that fire by default anyway: that is the baseline
+            if seen is not None and seen.outcome == GOOD:
+                self.notes.append(f"the production switch file sets {', '.join(sorted(on))} on, which the baseline "
+                                  f"(run {seen.index}, GOOD) already had: it is that configuration")
         budget_spent = self.budget_left() is not None and self.budget_left() <= 0
         if seen is not None and seen.outcome == GOOD:
             return result
