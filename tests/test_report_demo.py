@@ -153,3 +153,18 @@ def test_run_writes_its_reports_into_the_workdir(tmp_path, capsys):
     assert "reports:" in capsys.readouterr().out
     assert "Culprit found:</b> SoftmaxFusionPass" in (workdir / "report.html").read_text()
     assert "**Culprit found:** SoftmaxFusionPass" in (workdir / "report.md").read_text()
+
+
+def test_report_never_writes_over_the_runs_own_files_and_names_a_bad_journal_field(demo_dumps, tmp_path, capsys):
+    journal = demo_dumps / "journal.jsonl"
+    before = journal.read_bytes()
+    for flag in ("--markdown", "--html"):
+        assert main(["report", str(demo_dumps), flag, str(journal)]) == 2
+        assert "that is the run's own journal.jsonl" in capsys.readouterr().err
+    assert journal.read_bytes() == before
+    edited = tmp_path / "edited"
+    shutil.copytree(demo_dumps, edited)
+    text = (edited / "journal.jsonl").read_text()
+    (edited / "journal.jsonl").write_text(re.sub(r'"index": *3,', '"index": "x",', text, count=1))
+    assert main(["report", str(edited), "--html", str(tmp_path / "r.html")]) == 2
+    assert "a record has a field of the wrong type" in capsys.readouterr().err

@@ -60,6 +60,13 @@ def register(app: typer.Typer) -> None:
         from fusebisect.rules.catalog import default_catalog
         from fusebisect.runner.result import render_report
 
+        from fusebisect.errors import UsageError
+        from fusebisect.runner.journal import JOURNAL_NAME
+
+        for flag, out in (("--html", html), ("--markdown", markdown)):
+            if out is not None and Path(out).absolute() in {(Path(workdir) / n).absolute()
+                                                            for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}:
+                raise UsageError(f"{flag} {out}: that is the run's own {Path(out).name}, which the report is read from")
         view = load_run_view(workdir)
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))
         cfg = production_cfg_text(view)

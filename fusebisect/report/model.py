@@ -120,7 +120,11 @@ def load_run_view(workdir: str | Path) -> RunView:
         raise FusebisectError(f"no {JOURNAL_NAME} here: not the workdir of a fusebisect run", path=workdir)
     from fusebisect.runner.result import unjudged_runs
 
-    view = view_from_records(records)
+    try:
+        view = view_from_records(records)
+    except (TypeError, ValueError, AttributeError) as exc:   # a hand-edited field of the wrong type
+        raise FusebisectError(f"a record has a field of the wrong type ({exc}); fix or move the journal aside "
+                              f"(--fresh)", path=workdir / JOURNAL_NAME) from None
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
     return view
 
