@@ -234,3 +234,20 @@ def test_the_same_nan_inf_on_both_sides_is_judged_on_the_other_elements(tmp_path
     _dump(masked_only / "my", "same", masked)
     _dump(masked_only / "gold", "same", masked)
     assert main(["compare", str(masked_only / "my"), str(masked_only / "gold")]) == 0
+
+
+def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):
+    my, gold = _pair(tmp_path, {"a": X}, {"a": X})
+    assert main(["compare", str(my), str(gold), "--msaccucmp", str(tmp_path / "msaccucmp.py")]) == 2
+    assert "it is for --engine msaccucmp" in capsys.readouterr().err
+
+
+@pytest.mark.msaccucmp
+def test_the_msaccucmp_engine_names_the_cann_library_binary_dumps_need(tmp_path, capsys, msaccucmp):
+    # the real msaccucmp parses binary dumps only with CANN's libascend_dump_parser.so, absent here
+    _fused_and_unfused(tmp_path)
+    fused, unfused = tmp_path / "fused", tmp_path / "unfused"
+    rc = main(["compare", str(fused / "dump"), str(unfused / "dump"), "--my-graph", str(fused / "graph"),
+               "--golden-graph", str(unfused / "graph"), "--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2 and "msaccucmp could not read the dumps: Failed to load libascend_dump_parser.so" in err

@@ -105,6 +105,9 @@ def test_dump_convert_bad_format_flag(tmp_path, capsys):
     path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="a", inputs=[], outputs=[TensorSpec(np.ones(2))])
     rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "BOGUS")
     assert rc == 2 and "--format BOGUS" in err and len(err.strip().splitlines()) == 1
+    # a device format is a format name, but convert never writes into one (it used to write the original layout)
+    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "FRACTAL_NZ")
+    assert rc == 2 and "--format FRACTAL_NZ: a device format" in err and not (tmp_path / "o").exists()
 
 
 @pytest.mark.msaccucmp

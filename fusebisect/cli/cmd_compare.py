@@ -157,6 +157,9 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--max-abs-error {max_abs_error:g}: must be 0 or more")
         if engine not in ("native", "msaccucmp", "auto"):
             raise UsageError(f"--engine {engine}: expected native, msaccucmp or auto")
+        if msaccucmp is not None and engine != "msaccucmp":
+            raise UsageError(f"--msaccucmp {msaccucmp}: it is for --engine msaccucmp (the {engine} engine does not "
+                             "run it); add --engine msaccucmp or drop --msaccucmp")
         if golden_graph is not None and my_graph is None:
             raise UsageError("--golden-graph needs --my-graph (msaccucmp -cf needs -f)")
         if engine == "msaccucmp":

@@ -153,10 +153,15 @@ def register(app: typer.Typer) -> None:
         if fmt is not None and fmt != "ORIGINAL":
             from fusebisect.compare.dumpfile import format_value
 
+            from fusebisect.compare.engine import PRIVATE_FORMATS
+
             try:
                 format_value(fmt)
             except DumpFormatError:
                 raise UsageError(f"--format {fmt}: not ORIGINAL or a known layout name") from None
+            if fmt in PRIVATE_FORMATS:
+                raise UsageError(f"--format {fmt}: a device format; convert writes host layouts (ORIGINAL, NCHW, "
+                                 f"NHWC, HWCN, ND, ...), not into device formats")
         if not path.exists():
             raise DumpFormatError("no such file or directory", path=path)
         if out.exists() and not out.is_dir():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,11 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
             raise FusebisectError(f"msaccucmp failed (exit {proc.returncode}): {tail}")
         report = read_result_csv(csvs[-1], cosine=cosine, max_abs_error=max_abs_error, graph=graph)
+        missing = re.search(r"Failed to load (\S+\.so)[^\n]*", proc.stdout + proc.stderr)
+        if missing and not any(r.compared for r in report.rows):
+            # binary dumps need CANN's parser library; msaccucmp then fills its CSV with "no dump file" rows
+            raise FusebisectError(f"msaccucmp could not read the dumps: {missing.group(0).strip()} (binary dumps "
+                                  f"need CANN's {missing.group(1)}; the native engine needs no CANN)")
     timestamps = {}
     for entry in scan_dumps(my_path).entries:
         timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
