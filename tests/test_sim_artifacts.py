@@ -224,3 +224,18 @@ def test_msaccucmp_fused_vs_unfused_with_close_graph_agrees_with_ours(tmp_path, 
         assert abs(float(row[col["CosineSimilarity"]]) - ours[tensor].cosine) < 1e-6, tensor
     # the faulty rule's fused op is where both tools see the divergence
     assert float(theirs["fc1_MatMul:output:0"][col["CosineSimilarity"]]) < 0.99
+    # and the whole CSVs agree row for row, the Cast ops GE inserted included (msaccucmp compares a Cast's output
+    # with the origin of the op before the cast, fc2_cast_w's then having no golden dump)
+    from fusebisect.cli.app import main
+
+    assert main(["compare", str(my_leaf), str(golden_leaf), "--my-graph", str(fused_json), "--golden-graph",
+                 str(close_json), "--csv", str(tmp_path / "ours.csv")]) == 1
+    with (tmp_path / "ours.csv").open(newline="") as handle:
+        mine = list(csv.reader(handle))
+    assert mine[0] == header and len(mine) - 1 == len(rows)
+    for got, want in zip(mine[1:], rows):
+        for name, a, b in zip(header, got, want):
+            close = a == b or (name in ("CosineSimilarity", "MaxAbsoluteError") and abs(float(a) - float(b)) < 1e-6)
+            assert close, (name, got, want)
+    assert any("There is no the ground truth dump file for fc2_cast_w:output:0." in cell
+               for cell in theirs["fc2_cast_w:output:0"])

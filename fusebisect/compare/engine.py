@@ -790,7 +790,8 @@ def _graph_op(ctx: _Context, op: mp.RuleOp, texts, *, missing_ok: bool) -> list[
                     origin = producer.origin_tensor(out_index)
                     producer_of = (producer.name, out_index)
                 else:
-                    origin = op.origin_tensor(i)
+                    source, out_index = mp.output_source(ctx.rule, op, i)
+                    origin = source.origin_tensor(out_index)
             except LookupError as exc:
                 rows.append(_fail_row(ctx, op, entry, record, tensor, texts,
                                       f"[{op.name}] There is no the ground truth dump file for {tensor}."

@@ -226,7 +226,14 @@ def left_right_strings(ops: list[RuleOp]) -> tuple[str, str]:
 
 def find_producer(rule: FusionRule, op: RuleOp, index: int) -> tuple[RuleOp, int]:
     """The op and output index feeding input ``index`` of ``op`` (through Cast/TransData); LookupError if none."""
-    current, current_index = _pre_op(rule, op, index)
+    return output_source(rule, *_pre_op(rule, op, index))
+
+
+def output_source(rule: FusionRule, op: RuleOp, index: int) -> tuple[RuleOp, int]:
+    """The op and output index whose origin output ``index`` of ``op`` is compared with: ``op`` itself, or for a
+    Cast/TransData the op before it (msaccucmp's ``get_right_dump_data``: the special op's input and output
+    indexes correspond one to one); LookupError if the chain breaks."""
+    current, current_index = op, index
     guard = 0
     while current.type in SPECIAL_OPS_TYPE and guard < 1000:
         current, current_index = _pre_op(rule, current, current_index)
