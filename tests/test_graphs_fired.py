@@ -213,3 +213,16 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, cmd, content):
     assert main([*cmd, str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"fusebisect: error: {path}") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content", [b"{}", b'\xef\xbb\xbf{"s": {"graph_fusion": {"GeluFusionPass": '
+                                           b'{"match_times": "1", "effect_times": "1"}}}}'])
+def test_a_fusion_result_file_reads_as_in_a_directory(tmp_path, content):
+    # named anything, with a BOM or empty: the file on its own is read as the directory scan reads it
+    (tmp_path / "f.json").write_bytes(content)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "fusion_result.json").write_bytes(content)
+    assert sorted(fired_rules(tmp_path / "f.json")) == sorted(fired_rules(tmp_path / "d"))
+    (tmp_path / "x.json").write_text("nonsense")
+    with pytest.raises(GraphFormatError, match="malformed fusion_result JSON"):
+        fired_rules(tmp_path / "x.json")

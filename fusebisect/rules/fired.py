@@ -164,9 +164,11 @@ def _is_fusion_result(path: Path) -> bool:
             head = fh.read(65536)
     except OSError:
         return False
-    head = head.lstrip()
-    return head[:1] == b"{" and (b"graph_fusion" in head or b"ub_fusion" in head
-                                 or b"session_and_graph_id" in head or b"graphId" in head) and b'"op"' not in head
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head[:1] != b"{":   # not JSON: a graph's text format, unless named .json (then its JSON error says why)
+        return path.suffix == ".json"
+    # a GE graph in JSON (atc) has "graph" and "op" keys; anything else in braces is read as a fusion result
+    return b'"graph"' not in head and b'"op"' not in head
 
 
 def _add(acc: dict, key, stat: RuleStat) -> None:
