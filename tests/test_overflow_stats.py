@@ -99,3 +99,27 @@ def test_diagnosis_fused_without_graph_asks_for_it():
 def test_diagnosis_unmatched_and_atomic():
     d = diagnose([], [], matched=False, task_id=7, stream_id=2, unit="DHA Atomic Add")
     assert "task_id 7, stream_id 2" in d and "resolve AI Core overflows first" in d
+
+
+def test_a_large_tensor_is_summarised_chunk_by_chunk_with_the_same_result(monkeypatch):
+    # inspect dump and the overflow analysis summarise memory-mapped tensors of any size without copying them
+    # whole: chunked, the summary is the one of the whole tensor
+    import pytest
+
+    from fusebisect.compare import tensorstats
+
+    rng = np.random.default_rng(4)
+    for a in (rng.standard_normal(1003).astype(np.float16), rng.integers(-9, 9, 1003).astype(np.int32),
+              (rng.standard_normal(1003) + 1j).astype(np.complex64), rng.standard_normal(1003) > 0,
+              rng.standard_normal(1003).astype(ml_dtypes.bfloat16)):
+        if a.dtype.kind == "f":
+            a[5], a[6], a[1000] = np.nan, np.inf, -np.inf
+        whole = tensorstats.summarize(a)
+        monkeypatch.setattr(tensorstats, "CHUNK", 100)
+        chunked = tensorstats.summarize(a)
+        monkeypatch.undo()
+        assert chunked.mean == pytest.approx(whole.mean, rel=1e-12)
+        assert chunked.__dict__ | {"mean": whole.mean} == whole.__dict__, a.dtype
+    nan_only = np.full(300, np.nan, np.float32)
+    monkeypatch.setattr(tensorstats, "CHUNK", 100)
+    assert tensorstats.summarize(nan_only).mean is None and tensorstats.summarize(nan_only).nan == 300

@@ -40,9 +40,33 @@ def widen(array) -> np.ndarray:
     return a.astype(np.float32)
 
 
+CHUNK = 1 << 24   # elements summarised at a time: a tensor of any size costs a few chunk-sized temporaries
+
+
 def summarize(array) -> Summary:
-    """Return the :class:`Summary` of ``array``. Raises TypeError/ValueError as :func:`widen` does."""
-    flat = widen(array).reshape(-1)
+    """Return the :class:`Summary` of ``array``, chunk by chunk above :data:`CHUNK` elements (a memory-mapped
+    tensor is then never copied whole). Raises TypeError/ValueError as :func:`widen` does."""
+    a = np.asarray(array)
+    flat = a.reshape(-1)
+    if flat.size <= CHUNK:
+        return _summarize(widen(flat))
+    parts = [_summarize(widen(flat[i:i + CHUNK])) for i in range(0, flat.size, CHUNK)]
+    finite = [(p, p.count - p.nan - p.pos_inf - p.neg_inf) for p in parts]
+    n_finite = sum(n for _, n in finite)
+
+    def pick(values, fn):
+        values = [v for v in values if v is not None]
+        return fn(values) if values else None
+
+    return Summary(count=sum(p.count for p in parts), nan=sum(p.nan for p in parts),
+                   pos_inf=sum(p.pos_inf for p in parts), neg_inf=sum(p.neg_inf for p in parts),
+                   min=pick([p.min for p in parts], min), max=pick([p.max for p in parts], max),
+                   finite_min=pick([p.finite_min for p in parts], min),
+                   finite_max=pick([p.finite_max for p in parts], max),
+                   mean=sum(p.mean * n for p, n in finite if n) / n_finite if n_finite else None)
+
+
+def _summarize(flat: np.ndarray) -> Summary:
     if flat.dtype.kind == "f":
         nan_mask = np.isnan(flat)
         nan = int(np.count_nonzero(nan_mask))
