@@ -196,3 +196,19 @@ def test_a_reverse_culprit_found_within_the_budget_is_found(capsys, tmp_path):
     assert rc == 0 and j["status"] == "found", err
     assert [(c["rules"], c["direction"]) for c in j["culprits"]] == [(["GeluFusionPass"], "off")]
     assert j["executions"] == 5 and j["verify"] is None
+
+
+def test_a_job_that_starts_failing_after_the_gates_is_not_every_rule_found(capsys, tmp_path):
+    # after its first two runs the job fails whatever the switch file says (a lost device): every configuration
+    # with a rule on is BAD, as if every candidate were a culprit. The all-off production file is then run again
+    # instead of trusting the reference run from the start, and the verdict is not "found".
+    job, count = tmp_path / "job.sh", tmp_path / "count"
+    job.write_text(f'n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo $n > {count}\n'
+                   '[ $n -gt 2 ] && { echo "device lost" >&2; exit 1; }\n'
+                   'grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')   # bad until Gelu is off
+    rc, j, err = _run(capsys, "--workdir", str(tmp_path / "w"), "--rules",
+                      "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass", "--", "bash", str(job))
+    assert rc == 1 and j["status"] == "inconclusive", err
+    assert j["verify"]["outcome"] == "bad" and j["verify"]["trial_dir"].endswith(
+        next(t["trial_dir"] for t in j["trials"] if t.get("final")).rsplit("/", 1)[1])
+    assert "the job is still BAD with" in j["message"]

@@ -1001,6 +1001,13 @@ class Session:
             # turned off is set explicitly on, a configuration no search run had: it gets its own run, within
             # the budget (--max-runs counts it).
             verify = self.observed(off, on)
+            if verify is not None and off == self.all_off and not on:
+                # every candidate named: the production file is the reference's configuration, judged at the
+                # start (GOOD by definition under a relative oracle). A job that started failing for another
+                # reason (a lost device, a missing file) looks like this: run it again.
+                self.notes.append("every candidate rule was named a culprit: the all-off configuration is run "
+                                  "again to check the job did not start failing for another reason")
+                verify = None
             if verify is None and self.budget_left() is not None and self.budget_left() <= 0:
                 self.notes.append(f"no run to verify the production switch file: the budget (--max-runs "
                                   f"{self.opts.max_runs}) is spent")
