@@ -525,6 +525,22 @@ def test_fresh_also_sets_aside_a_production_file_written_with_output(target, tmp
     assert RULES[1] in (old / "outside" / "prod.cfg").read_text()
 
 
+def test_a_second_run_in_a_workdir_in_use_is_refused_and_touches_nothing(target, tmp_path):
+    import fcntl
+
+    work = tmp_path / "w"
+    work.mkdir()
+    with open(work / ".lock", "a+") as held:      # another fusebisect run holding the workdir
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242\n")
+        held.flush()
+        with pytest.raises(UsageError, match=r"another fusebisect run is using it \(pid 4242\)"):
+            session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+        assert sorted(p.name for p in work.iterdir()) == [".lock"]
+    target.env["T_FAULTY"] = RULES[1]           # released: the run goes ahead
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json["status"] == "found"
+
+
 def test_a_reference_invalid_twice_stops_the_run_at_the_gates(target, tmp_path):
     from fusebisect.search import Search
 

@@ -52,6 +52,35 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def _workdir_lock(workdir: Path):
+    """Hold an exclusive lock on WORKDIR/.lock for the whole run: a second run in the same workdir would take the
+    first one's running execution for a leftover, kill it, and interleave the journal. Raises UsageError when
+    another run holds it. (flock: released by the kernel when the process dies, even by kill -9.)"""
+    import fcntl
+
+    path = workdir / LOCK_NAME
+    with open(path, "a+", encoding="ascii") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            raise UsageError(f"--workdir {workdir}: another fusebisect run is using it"
+                             + (f" (pid {holder})" if holder else "") + "; wait for it, or use another --workdir")
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
     """While running, SIGTERM unwinds like Ctrl-C (only the main thread can install a handler)."""
@@ -536,11 +565,15 @@ class Session:
         """Run (or resume) the bisection and return its result. Raises UsageError (bad options, journal of another
         command), RunAborted (--check asked to abort), Interrupted (Ctrl-C; children killed, journal kept)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._stop_leftovers()
-        if self.opts.fresh:
-            moved = set_aside_previous_run(self.workdir, self._previous_production_file())
-            if moved is not None:
-                self.progress.log(f"the previous run's {', '.join(moved[1])} moved to {moved[0]}")
+        with _workdir_lock(self.workdir):
+            self._stop_leftovers()
+            if self.opts.fresh:
+                moved = set_aside_previous_run(self.workdir, self._previous_production_file())
+                if moved is not None:
+                    self.progress.log(f"the previous run's {', '.join(moved[1])} moved to {moved[0]}")
+            return self._run_locked()
+
+    def _run_locked(self) -> SessionResult:
         try:
             with _sigterm_as_interrupt():
                 return self._run()

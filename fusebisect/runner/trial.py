@@ -205,12 +205,17 @@ def kill_leftovers(trial_dir: Path, *, grace: float = KILL_GRACE_SECONDS) -> lis
     if found is None:
         return []
     pgid, alive = found
+
+    def still_alive() -> bool:
+        again = leftover_processes(trial_dir)
+        return bool(again and again[1])
+
     if alive:
         _signal_group(pgid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and leftover_processes(trial_dir)[1]:
+        while time.monotonic() < deadline and still_alive():
             time.sleep(0.05)
-        if leftover_processes(trial_dir)[1]:
+        if still_alive():
             _signal_group(pgid, signal.SIGKILL)
     pgid_file(trial_dir).unlink(missing_ok=True)
     return alive
