@@ -375,3 +375,12 @@ def test_unreadable_graph_is_an_error(tmp_path, capsys):
     bad.write_text("graph { op { name: ")
     assert main(["overflow", str(tmp_path / "dump"), "--graph", str(bad)]) == 2
     assert "fusebisect: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scan", [False, True])
+def test_a_directory_without_any_dump_is_an_error_not_no_overflow(tmp_path, capsys, scan):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not a dump")
+    assert main(["overflow", str(tmp_path / "empty"), *(["--scan"] if scan else [])]) == 2
+    captured = capsys.readouterr()
+    assert "no dump files here" in captured.err and "No overflow" not in captured.out

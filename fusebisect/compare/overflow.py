@@ -624,7 +624,8 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
     pass names and original ops. Returns an OverflowReport (unreadable files are listed in ``problems``; Opdebug
     files no record could be decoded from also in ``unreadable``: with any, a report without overflows does not
     mean there was none).
-    Raises UsageError for ``limit < 1``, DumpFormatError/GraphFormatError if the directory or graph cannot be read.
+    Raises UsageError for ``limit < 1``, DumpFormatError/GraphFormatError if the directory or graph cannot be read
+    or holds no dump file at all.
     """
     from fusebisect.compare.tree import scan_dumps
 
@@ -635,6 +636,9 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         raise DumpFormatError("no such file or directory", path=root)
     gindex = _GraphIndex(_load_graph(graph))
     tree = scan_dumps(root)
+    if not tree.entries and not tree.bad:   # nothing to look at is not "no overflow"
+        raise DumpFormatError("no dump files here (neither Opdebug records nor op dumps): give the dump directory "
+                              "of a run", path=root)
     if scan:
         return _scan(root, tree, gindex, limit)
 
