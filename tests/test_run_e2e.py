@@ -188,6 +188,14 @@ def test_a_baseline_like_the_reference_says_what_a_relative_oracle_cannot_tell(c
     assert "--metric REGEX --expect VALUE" in j["message"]
 
 
+def test_a_budget_spent_before_any_culprit_says_how_to_go_on(capsys, tmp_path):
+    rc, j, err = _run(capsys, "--max-runs", "4", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"),
+                      "--", *SIM, "--faulty", "GeluFusionPass", "--steps", "2")
+    assert rc == 1 and j["status"] == "inconclusive" and j["executions"] == 4, err
+    assert j["message"].endswith("The budget (--max-runs 4) is spent: raise it and rerun the same command to "
+                                 "resume.")
+
+
 def test_a_reverse_culprit_found_within_the_budget_is_found(capsys, tmp_path):
     # bad while GeluFusionPass is off (the job fails to compile); the budget leaves no run for the production file
     # (GeluFusionPass set on), but that is the baseline's configuration, which ran GOOD

@@ -916,6 +916,11 @@ class Session:
             result = self._unless_still_bad(result)
         elif result is not None and result.status == "not_reproduced" and self._relative_only():
             result = dataclasses.replace(result, message=self._not_reproduced_message())
+        if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
+                and self.budget_left() is not None and self.budget_left() <= 0):
+            result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
+                                         f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
+                                         f"to resume.")
         run_json = build_run_json(self, result, switch_path, verify)
         from fusebisect.fsutil import atomic_write_text
 
