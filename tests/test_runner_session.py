@@ -448,7 +448,9 @@ def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp
     console = Console(record=True, width=300)
     render_report(console, j)
     n = j["executions"]
-    assert f"executions: {n} ({n - 1} searching + 1 verification; theoretical bound" in console.export_text()
+    text = console.export_text()
+    assert f"executions: {n} ({n - 1} searching + 1 verification; theoretical bound" in text
+    assert "production switch file (culprits off, or on for those bad while off)" in text   # it sets one on
 
 
 def test_kill_9_of_the_runner_and_resume(target, tmp_path):

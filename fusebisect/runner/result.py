@@ -183,7 +183,9 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
                           f"(none: no run of that configuration was {what})"), soft_wrap=True)
     if j["switch_file"]:
         if j["status"] == "found":
-            console.print(f"production switch file (culprits off only): {j['switch_file']}", soft_wrap=True)
+            reverse = any(c.get("direction") == "off" for c in j["culprits"])
+            what = "culprits off, or on for those bad while off" if reverse else "culprits off only"
+            console.print(f"production switch file ({what}): {j['switch_file']}", soft_wrap=True)
         else:
             console.print(f"[yellow]partial[/yellow] switch file (the culprits found so far off; NOT a verified "
                           f"fix): {j['switch_file']}", soft_wrap=True)
