@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fusebisect.compare.tensorstats import summarize, widen
+from fusebisect.compare.tensorstats import summarize
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -338,14 +338,11 @@ def tensor_stats(array: np.ndarray, *, kind: str, index: int, dtype: str | None 
     if arr.size == 0:
         return st
     try:
-        summary = summarize(arr)
+        summary = summarize(arr, FLOAT16_MAX if name == "float16" or arr.dtype == np.float16 else None)
     except (TypeError, ValueError) as exc:
         st.error = f"cannot summarise dtype {name}: {exc}"
         return st
-    st.nan, st.pos_inf, st.neg_inf = summary.nan, summary.pos_inf, summary.neg_inf
-    if name == "float16" or arr.dtype == np.float16:
-        flat = widen(arr).reshape(-1)
-        st.saturated = int(np.count_nonzero(np.isfinite(flat) & (np.abs(flat) >= FLOAT16_MAX)))
+    st.nan, st.pos_inf, st.neg_inf, st.saturated = summary.nan, summary.pos_inf, summary.neg_inf, summary.saturated
     if summary.min is not None:
         st.min, st.max = float(summary.min), float(summary.max)
     st.mean = summary.mean

@@ -24,6 +24,7 @@ class Summary:
     finite_min: float | int | None  # over the finite values only
     finite_max: float | int | None
     mean: float | None  # of the finite values, accumulated in float64
+    saturated: int = 0  # finite values at or beyond the ``saturation`` magnitude asked for (e.g. float16's 65504)
 
 
 def widen(array) -> np.ndarray:
@@ -43,14 +44,15 @@ def widen(array) -> np.ndarray:
 CHUNK = 1 << 24   # elements summarised at a time: a tensor of any size costs a few chunk-sized temporaries
 
 
-def summarize(array) -> Summary:
+def summarize(array, saturation: float | None = None) -> Summary:
     """Return the :class:`Summary` of ``array``, chunk by chunk above :data:`CHUNK` elements (a memory-mapped
-    tensor is then never copied whole). Raises TypeError/ValueError as :func:`widen` does."""
+    tensor is then never copied whole); ``saturation``: also count the finite values whose magnitude reaches it.
+    Raises TypeError/ValueError as :func:`widen` does."""
     a = np.asarray(array)
     flat = a.reshape(-1)
     if flat.size <= CHUNK:
-        return _summarize(widen(flat))
-    parts = [_summarize(widen(flat[i:i + CHUNK])) for i in range(0, flat.size, CHUNK)]
+        return _summarize(widen(flat), saturation)
+    parts = [_summarize(widen(flat[i:i + CHUNK]), saturation) for i in range(0, flat.size, CHUNK)]
     finite = [(p, p.count - p.nan - p.pos_inf - p.neg_inf) for p in parts]
     n_finite = sum(n for _, n in finite)
 
@@ -63,10 +65,11 @@ def summarize(array) -> Summary:
                    min=pick([p.min for p in parts], min), max=pick([p.max for p in parts], max),
                    finite_min=pick([p.finite_min for p in parts], min),
                    finite_max=pick([p.finite_max for p in parts], max),
-                   mean=sum(p.mean * n for p, n in finite if n) / n_finite if n_finite else None)
+                   mean=sum(p.mean * n for p, n in finite if n) / n_finite if n_finite else None,
+                   saturated=sum(p.saturated for p in parts))
 
 
-def _summarize(flat: np.ndarray) -> Summary:
+def _summarize(flat: np.ndarray, saturation: float | None) -> Summary:
     if flat.dtype.kind == "f":
         nan_mask = np.isnan(flat)
         nan = int(np.count_nonzero(nan_mask))
@@ -82,5 +85,6 @@ def _summarize(flat: np.ndarray) -> Summary:
     if finite.size:
         flo, fhi = finite.min().item(), finite.max().item()
         mean = float(finite.mean(dtype=np.float64))
+    saturated = int(np.count_nonzero(np.abs(finite) >= saturation)) if saturation is not None else 0
     return Summary(count=int(flat.size), nan=nan, pos_inf=pos_inf, neg_inf=neg_inf, min=lo, max=hi,
-                   finite_min=flo, finite_max=fhi, mean=mean)
+                   finite_min=flo, finite_max=fhi, mean=mean, saturated=saturated)
