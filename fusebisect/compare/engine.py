@@ -632,9 +632,8 @@ def _npu_check(name, kind, mine, theirs) -> str:
         return f"[{name}] There is no {kind}. Skip the {name}:{kind}."
     for i, (a, b) in enumerate(zip(mine, theirs)):
         if tuple(a.shape) != tuple(b.shape):
-            sa = "(" + ", ".join(map(str, a.shape)) + ")"    # utils.convert_shape_to_string
-            sb = "(" + ", ".join(map(str, b.shape)) + ")"
-            return f"[{name}] The shape does not match ({sa} vs {sb}) for {name}:{kind}:{i}."
+            return (f"[{name}] The shape does not match ({_shape_text(a.shape)} vs {_shape_text(b.shape)}) for "
+                    f"{name}:{kind}:{i}.")
     return ""
 
 
@@ -833,13 +832,16 @@ def _layout_as_stored(fmt: str, recorded: tuple, stored: tuple) -> tuple[str, tu
     return fmt, recorded
 
 
+def _shape_text(shape: Sequence[int]) -> str:
+    """A shape as msaccucmp writes it in its messages (``utils.convert_shape_to_string``): ``(2, 4)``."""
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
 def _cannot_compare(op_name: str, mine: Sequence[int], theirs: Sequence[int]) -> str:
-    """msaccucmp's ``print_cannot_compare_warning`` with its shape strings (``(2, 4)``)."""
-    def text(shape):
-        return "(" + ", ".join(map(str, shape)) + ")"
-    return (f"[{op_name}] Due to the different shapes on the left and right,the left dump data{text(mine)} can not "
-            f"be compared to the right dump data{text(theirs)}. Please check the batch of the dump data or the shape "
-            f"may be changed due to optimization.")
+    """msaccucmp's ``print_cannot_compare_warning``."""
+    return (f"[{op_name}] Due to the different shapes on the left and right,the left dump data{_shape_text(mine)} "
+            f"can not be compared to the right dump data{_shape_text(theirs)}. Please check the batch of the dump "
+            f"data or the shape may be changed due to optimization.")
 
 
 def _slice_to(x: np.ndarray, shape: tuple, op_name: str) -> tuple[np.ndarray, str]:
