@@ -49,7 +49,8 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _render(report, *, cosine: float, max_abs_error: float | None, top: int | None) -> None:
+def _render(report, *, cosine: float, max_abs_error: float | None, top: int | None, skipped: int) -> None:
+    """The console table and summary; ``skipped``: rows that could not be compared."""
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
@@ -80,7 +81,6 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
                       style=style)
     console.print(table)
     if fd is None:
-        skipped = sum(not r.compared for r in report.rows)
         compared = len(report.rows) - skipped
         if compared:
             text = (f"No divergence: every cosine >= {cosine}"
@@ -110,7 +110,6 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
                      + ("compared without divergence" if producer["compared"] else "not compared") + ")")
         lines.insert(2, f"this is an input of {escape(fd['input_of'])}: the divergence comes from {where}; "
                         "the passes and ops below are the producer's")
-    skipped = sum(not r.compared for r in report.rows)
     if skipped:
         lines.append(f"{skipped} of {len(report.rows)} tensors could not be compared (see the reason column)")
     if fd["pass_names"] or fd["ub_pass_name"]:
@@ -181,10 +180,11 @@ def register(app: typer.Typer) -> None:
             write_csv(report, csv_out)
             common.log(f"wrote {csv_out}")
         not_compared = sum(not r.compared for r in report.rows)
-        rows = [{"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
-                 "cosine": _finite(r.cosine), "max_abs_error": _finite(r.max_abs_error), "nonfinite": r.nonfinite,
-                 "finite_cosine": r.finite_cosine, "compared": r.compared, "reason": r.fail_reason or _finite_note(r)}
-                for r in report.execution_order()]
+        rows = [] if html_out is None and not json_out else [
+            {"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
+             "cosine": _finite(r.cosine), "max_abs_error": _finite(r.max_abs_error), "nonfinite": r.nonfinite,
+             "finite_cosine": r.finite_cosine, "compared": r.compared, "reason": r.fail_reason or _finite_note(r)}
+            for r in report.execution_order()]   # for the HTML report and --json
         if html_out is not None:
             from fusebisect.fsutil import atomic_write_text
             from fusebisect.report.html import render_compare
@@ -200,7 +200,7 @@ def register(app: typer.Typer) -> None:
                                              for u in report.unmatched], "notes": list(report.notes),
                                "tensors": rows})
         else:
-            _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top)
+            _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top, skipped=not_compared)
         if report.first_divergence:
             raise typer.Exit(1)
         if not_compared == len(report.rows):
