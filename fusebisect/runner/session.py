@@ -667,9 +667,8 @@ class Session:
             source = "--rules"
             for name in names:  # only with --allow-unknown-rules (else a usage error before any run)
                 if catalog.get(name) is None:
-                    hints = catalog.suggest(name)
                     self.progress.log(f"[yellow]warning:[/yellow] --rules: {name} is not a rule the catalog knows"
-                                      + (f" (did you mean {', '.join(hints)}?)" if hints else "")
+                                      + validation.did_you_mean(catalog, name)
                                       + "; kept (--allow-unknown-rules), but a misspelt name switches nothing off")
         else:
             self.progress.log("running the baseline (default configuration) to see which rules fire")
@@ -729,6 +728,12 @@ class Session:
         """Executions --max-runs still allows (the final verification run included), or None without a budget."""
         return None if self.opts.max_runs is None else self.opts.max_runs - self.executed
 
+    @property
+    def budget_spent(self) -> bool:
+        """True when --max-runs allows no further execution."""
+        left = self.budget_left()
+        return left is not None and left <= 0
+
     def _fold_events(self):
         """The engine's view of the journal: observations (not pending ones) and priors, in journal order. (A
         final verification run comes after the engine was done, so replaying it changes nothing.)"""
@@ -758,7 +763,7 @@ class Session:
                 break
             if any(r.off == self.all_off for r in self.records):
                 break  # the reference ran and was invalid
-            if self.budget_left() is not None and self.budget_left() <= 0:
+            if self.budget_spent:
                 break
             self.run_one(self.all_off, "reference")
         if any(r.pending for r in self.records):
@@ -852,17 +857,19 @@ class Session:
         free = list(self.slots)
         inflight: dict[Future, tuple[frozenset[str], str, str | None]] = {}
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial")
-        left = self.budget_left
+        def spent() -> bool:   # no run left in the budget beyond those in flight
+            left = self.budget_left()
+            return left is not None and left - len(inflight) <= 0
+
         try:
             while True:
                 stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
-                spent = left() is not None and left() - len(inflight) <= 0
-                if not engine.done and not stopped and not spent and len(inflight) < workers \
+                if not engine.done and not stopped and not spent() and len(inflight) < workers \
                         and not self.registry.stopping:
                     running = {v[0] for v in inflight.values()}
                     for off in engine.propose():
                         off = frozenset(off)
-                        if off in running or not free or (left() is not None and left() - len(inflight) <= 0):
+                        if off in running or not free or spent():
                             continue
                         role = self._role(off)
                         device = free.pop(0)
@@ -870,7 +877,7 @@ class Session:
                         inflight[fut] = (off, role, device)
                         running.add(off)
                 if not inflight:
-                    if not engine.done and spent:  # the engine settles on what it has found so far
+                    if not engine.done and spent():  # the engine settles on what it has found so far
                         self.engine = engine = self._make_engine(spent=True)
                     if not engine.done and not stopped:
                         self.notes.append("the search engine proposed nothing more before finishing")
@@ -917,7 +924,7 @@ class Session:
         elif result is not None and result.status == "not_reproduced" and self._relative_only():
             result = dataclasses.replace(result, message=self._not_reproduced_message())
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
-                and self.budget_left() is not None and self.budget_left() <= 0):
+                and self.budget_spent):
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
                                          f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
                                          f"to resume.")
@@ -961,10 +968,9 @@ class Session:
             if seen is not None and seen.outcome == GOOD:
                 self.notes.append(f"the production switch file sets {', '.join(sorted(on))} on, which the baseline "
                                   f"(run {seen.index}, GOOD) already had: it is that configuration")
-        budget_spent = self.budget_left() is not None and self.budget_left() <= 0
         if seen is not None and seen.outcome == GOOD:
             return result
-        if seen is None and not (budget_spent and self.opts.verify):
+        if seen is None and not (self.budget_spent and self.opts.verify):
             return result  # --no-verify (the user's choice), or its run was INVALID: kept as found, with a note
         what = f"with {', '.join(sorted(off))} off" if off else f"with {', '.join(sorted(on))} set on"
         invalid = [r for r in self.records if r.off == off and r.on == on and r.outcome == INVALID]
@@ -974,7 +980,7 @@ class Session:
             state = f"the run {what} could not be judged (run {invalid[-1].index}: {invalid[-1].reason})"
         else:
             state = f"no run {what} was left to show the job good"
-        if budget_spent:
+        if self.budget_spent:
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
                        f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "
                        f"the same command to resume.")
@@ -1046,7 +1052,7 @@ class Session:
                 self.notes.append("every candidate rule was named a culprit: the all-off configuration is run "
                                   "again to check the job did not start failing for another reason")
                 verify = None
-            if verify is None and self.budget_left() is not None and self.budget_left() <= 0:
+            if verify is None and self.budget_spent:
                 self.notes.append(f"no run to verify the production switch file: the budget (--max-runs "
                                   f"{self.opts.max_runs}) is spent")
                 return target, None

@@ -196,6 +196,12 @@ def load_rules_spec(spec: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def did_you_mean(catalog, name: str) -> str:
+    """`` (did you mean A, B?)`` with the catalog's suggestions for an unknown rule name, or ''."""
+    hints = catalog.suggest(name)
+    return f" (did you mean {', '.join(hints)}?)" if hints else ""
+
+
 def candidate_rules(opts: "RunOptions", catalog) -> list[str] | None:
     """The names of ``--rules`` (None when not given). A name the catalog does not know is a usage error with
     the catalog's suggestions (a misspelt name switches nothing off and misleads the search), unless
@@ -205,10 +211,7 @@ def candidate_rules(opts: "RunOptions", catalog) -> list[str] | None:
     names = load_rules_spec(opts.rules)
     unknown = [n for n in names if catalog.get(n) is None]
     if unknown and not opts.allow_unknown_rules:
-        parts = []
-        for name in unknown:
-            hints = catalog.suggest(name)
-            parts.append(repr(name) + (f" (did you mean {', '.join(hints)}?)" if hints else ""))
+        parts = [repr(name) + did_you_mean(catalog, name) for name in unknown]
         raise UsageError(f"--rules: unknown rule{'s' if len(unknown) > 1 else ''} {', '.join(parts)}: not in the "
                          f"rule catalog, so switching {'them' if len(unknown) > 1 else 'it'} off would do nothing; "
                          f"fix the spelling, or pass --allow-unknown-rules for custom fusion passes")
