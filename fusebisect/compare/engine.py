@@ -267,6 +267,15 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     return False
 
 
+def nonfinite_note(nonfinite: int | None, finite_cosine: float | None) -> str:
+    """What a row's NaN/Inf mean, for people (msaccucmp writes no reason for them): '' when there are none."""
+    if nonfinite:
+        return f"{nonfinite} NaN/Inf values unlike the golden's"
+    if finite_cosine is not None:
+        return f"same NaN/Inf as the golden; the other elements: cosine {finite_cosine:.6f}"
+    return ""
+
+
 def first_divergence(report: CompareReport, *, cosine: float = 0.99,
                      max_abs_error: float | None = None) -> dict | None:
     """The first divergent row in execution order as the --json dict, or None."""
