@@ -6,6 +6,7 @@ fusion rules is made faulty, and a complete ``fusebisect run`` searches for it w
 
 from __future__ import annotations
 
+import functools
 import random
 import shlex
 import shutil
@@ -49,17 +50,22 @@ def demo_rules() -> list[str]:
 def fault_shows(faulty: str, steps: int) -> bool:
     """True when making ``faulty`` faulty changes the simulated job's loss at all (with every rule at its
     default). Some simulated faults never trigger in this small job (a float16 Square that never reaches 65504)."""
+    return _sim_losses(faulty, steps) != _sim_losses(None, steps)
+
+
+@functools.lru_cache(maxsize=None)
+def _sim_losses(faulty: str | None, steps: int) -> tuple[float, ...]:
+    """The simulated job's losses with every rule at its default and ``faulty`` (if any) faulty; the fault-free
+    run is the same for every rule probed, so it runs once."""
     import io
 
     from fusebisect.sim.options import resolve
     from fusebisect.sim.train import run
 
     with tempfile.TemporaryDirectory(prefix="fusebisect-demo-probe-") as work:
-        losses = []
-        for extra in ([], ["--faulty", faulty]):
-            opts = resolve(["--steps", str(steps), "--seed", "0", *extra], {"ASCEND_WORK_PATH": work})
-            losses.append(run(opts, stdout=io.StringIO(), stderr=io.StringIO()).losses)
-    return losses[0] != losses[1]
+        opts = resolve(["--steps", str(steps), "--seed", "0", *(["--faulty", faulty] if faulty else [])],
+                       {"ASCEND_WORK_PATH": work})
+        return tuple(run(opts, stdout=io.StringIO(), stderr=io.StringIO()).losses)
 
 
 def choose_faulty(usable: list[str], seed: int | None, steps: int) -> str:
