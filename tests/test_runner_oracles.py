@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from fusebisect.errors import UsageError
 from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, RunAborted,
                                        Verdict, close, combine, compile_metric, exit_code_verdict, parse_check,
                                        parse_metric)
+from fusebisect.runner.trial import ExecResult, TrialPaths, iter_text
 
 
 def m(**kw) -> Measurement:
@@ -53,6 +55,33 @@ def test_parse_metric_skips_non_numbers_and_reads_nan():
     assert parse_metric("loss 1.5\nloss abc\nloss nan\n", spec)[0] == 1.5
     values = parse_metric("loss 1.5\nloss abc\nloss nan\n", spec)
     assert len(values) == 2 and math.isnan(values[1])
+
+
+def test_log_pieces_end_at_line_ends_and_lose_no_match(tmp_path):
+    log = tmp_path / "stdout.log"
+    lines = [f"step {i} loss {i / 7:.6f} " + "x" * (i % 50) for i in range(3000)]
+    log.write_bytes(("\n".join(lines) + "\nloss 9.5").encode() + b"\xff" * 3000 + b"\nloss 10.25")
+    spec = compile_metric(r"^step \d+ loss ([0-9.]+)")
+    whole = parse_metric(log.read_bytes().decode("utf-8", errors="replace"), spec)
+    pieces = list(iter_text(log, block=1000))
+    text_pieces = [p for p in pieces if "\ufffd" not in p][:-1]   # the 3000-byte binary line is cut
+    assert len(text_pieces) > 50 and all(p.endswith("\n") for p in text_pieces)
+    assert [v for p in pieces for v in parse_metric(p, spec)] == whole and len(whole) == 3000
+    tail = compile_metric(r"loss ([0-9.]+)")
+    assert [v for p in iter_text(log, block=1000) for v in parse_metric(p, tail)][-2:] == [9.5, 10.25]
+    assert list(iter_text(tmp_path / "missing.log")) == []
+
+
+def test_metric_curve_is_read_from_the_whole_of_a_long_log(tmp_path):
+    # A job that prints its losses first and then 70 MB of logs (CANN's plog on stdout does) keeps its curve.
+    paths = TrialPaths(trial_dir=tmp_path, switch_file=None)
+    with open(paths.stdout_path, "wb") as out:
+        out.write(b"".join(b"loss %.3f\n" % (1 / (i + 1)) for i in range(5)))
+        out.write((b"[INFO] GE(1234) graph_optimize.cc:42 fusion pass applied" + b"." * 965 + b"\n") * 70_000)
+    paths.stderr_path.write_text("loss 0.125\n")
+    judge = Judge(metric=compile_metric(r"loss ([0-9.]+)", mode="curve"))
+    got = judge.measure(ExecResult(exit_code=0, seconds=1.0), paths, env={})
+    assert got.curve == [1.0, 0.5, 0.333, 0.25, 0.2, 0.125] and got.metric == 0.125
 
 
 def test_close():

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fusebisect.errors import FusebisectError, UsageError
-from fusebisect.runner.trial import ExecResult, ProcessRegistry, TrialPaths, read_text, run_process, substitute
+from fusebisect.runner.trial import ExecResult, ProcessRegistry, TrialPaths, iter_text, run_process, substitute
 
 GOOD, BAD, INVALID, UNKNOWN = "good", "bad", "invalid", "unknown"
 PENDING = "pending: judged against the reference run"
@@ -161,8 +161,10 @@ class Judge:
         check.log in the trial dir. Raises UsageError if the check cannot be started."""
         m = Measurement(exit_code=result.exit_code, seconds=result.seconds, timed_out=result.timed_out)
         if self.metric is not None:
-            text = read_text(paths.stdout_path) + "\n" + read_text(paths.stderr_path)
-            values = parse_metric(text, self.metric)
+            # The whole of both logs, stdout first, a piece at a time: a curve keeps its first points and a
+            # log of gigabytes costs no more memory than one piece.
+            values = [v for path in (paths.stdout_path, paths.stderr_path) for piece in iter_text(path)
+                      for v in parse_metric(piece, self.metric)]
             if values:
                 m.metric = values[-1]
                 if self.metric.mode == "curve":

@@ -312,6 +312,30 @@ def numbered_trial_dirs(trials: Path) -> dict[int, Path]:
     return found
 
 
+def iter_text(path: Path, block: int = 1 << 20):
+    """Yield the text of a log file in pieces of about ``block`` bytes that end at line ends (UTF-8,
+    undecodable bytes replaced), so a log of any size is scanned in bounded memory. A line longer than
+    ``block`` is cut. Yields nothing when the file does not exist."""
+    try:
+        handle = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with handle:
+        carry = b""
+        while True:
+            data = handle.read(block)
+            if not data:
+                break
+            data = carry + data
+            cut = data.rfind(b"\n") + 1
+            if cut == 0 or len(data) - cut > block:
+                cut = len(data)
+            carry = data[cut:]
+            yield data[:cut].decode("utf-8", errors="replace")
+        if carry:
+            yield carry.decode("utf-8", errors="replace")
+
+
 def read_text(path: Path, limit: int = 64 * 1024 * 1024) -> str:
     """Return the text of a log file (UTF-8, undecodable bytes replaced; at most ``limit`` bytes from the end).
     Returns '' when the file does not exist."""
@@ -326,4 +350,5 @@ def read_text(path: Path, limit: int = 64 * 1024 * 1024) -> str:
 
 
 __all__ = ["PLACEHOLDERS", "TrialPaths", "ExecResult", "ProcessRegistry", "Execution", "kill_group",
-           "substitute", "trial_env", "prepare_dir", "run_process", "read_text", "numbered_trial_dirs"]
+           "substitute", "trial_env", "prepare_dir", "run_process", "read_text", "iter_text",
+           "numbered_trial_dirs"]
