@@ -117,23 +117,40 @@ def test_cfg_check_unreadable(capsys, tmp_path):
     assert rc == 2 and "not UTF-8" in err
 
 
+def effective_rows(capsys, path, *args) -> dict:
+    rc, out, _ = run(capsys, "cfg", "effective", str(path), *args, "--json")
+    assert rc == 0
+    return {r["rule"]: r for r in json.loads(out)["rules"]}
+
+
 def test_cfg_effective(capsys, tmp_path):
     f = tmp_path / "u.cfg"
     f.write_text('{"Switch": {"GraphFusion": {"ALL": "off", "ConvConcatFusionPass": "on", '
                  '"PassThroughFusionPass": "off"}}}', encoding="utf-8")
-    rc, out, _ = run(capsys, "cfg", "effective", str(f), "--json")
-    rows = {r["rule"]: r for r in json.loads(out)["rules"]}
-    assert rc == 0 and set(rows) == {"ConvConcatFusionPass", "PassThroughFusionPass"}
+    rows = effective_rows(capsys, f)
+    assert set(rows) == {"ConvConcatFusionPass", "PassThroughFusionPass"}
     assert rows["PassThroughFusionPass"]["effective"] == "on" and "forbidden" in rows["PassThroughFusionPass"]["reason"]
-    rc, out, _ = run(capsys, "cfg", "effective", str(f), "--rule", "GridSampler3DFusionPass", "--rule",
-                     "MatMulBiasAddFusionPass", "--json")
-    rows = {r["rule"]: r for r in json.loads(out)["rules"]}
+    rows = effective_rows(capsys, f, "--rule", "GridSampler3DFusionPass", "--rule", "MatMulBiasAddFusionPass")
     assert rows["GridSampler3DFusionPass"]["effective"] == "on"  # built-in explicit entry beats the file's ALL
     assert rows["MatMulBiasAddFusionPass"]["effective"] == "off"
     rc, out, _ = run(capsys, "cfg", "effective", str(f))
     assert rc == 0 and "ConvConcatFusionPass" in out
     rc, _, err = run(capsys, "cfg", "effective", str(f), "--rule", "bad name")
     assert rc == 2
+
+
+def test_cfg_effective_flags_misspelt_and_misplaced_names(capsys, tmp_path):
+    f = tmp_path / "u.cfg"
+    f.write_text('{"Switch": {"GraphFusion": {"MatMulBiasAddFusionPas": "off", '
+                 '"TbeConvStridedwriteFusionPass": "off"}}}', encoding="utf-8")
+    rows = effective_rows(capsys, f)
+    typo, ub = rows["MatMulBiasAddFusionPas"], rows["TbeConvStridedwriteFusionPass"]
+    assert typo["kind"] == "not in catalog" and "did you mean 'MatMulBiasAddFusionPass'" in typo["notes"][0]
+    # A UBFusion rule listed under GraphFusion is not read by CANN: it runs, and the reason says where CANN looked.
+    assert ub["effective"] == "on" and ub["reason"] == "not named in UBFusion: default on"
+    assert "move it to Switch.UBFusion" in ub["notes"][0]
+    rc, out, err = run(capsys, "cfg", "effective", str(f))
+    assert rc == 0 and "off?" in out and "did you mean" in out and "cfg check" in err
 
 
 def test_cfg_diff(capsys, tmp_path):

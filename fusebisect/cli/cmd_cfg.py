@@ -152,13 +152,17 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import ALL, explain_state, validate_rule_name
+        from fusebisect.rules.switchfile import ALL, explain_state, name_problems, validate_rule_name
 
         catalog = default_catalog()
         config = _parse_warning_cann_rejects(file)
         names = list(rule) if rule else config.mentioned()
         for name in names:
             validate_rule_name(name)
+        notes: dict[str, list[str]] = {}
+        for p in name_problems(config, catalog):
+            if p.severity == "warning" and p.rule and p.code != "cannot-disable":  # that one is the reason itself
+                notes.setdefault(p.rule, []).append(p.message.split(": ", 1)[-1])
         rows = []
         for name in names:
             on, why = explain_state(name, config, catalog)
@@ -166,25 +170,30 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
             in_file = {k: v for k, v in (("GraphFusion", config.graph.get(name)), ("UBFusion", config.ub.get(name)))
                        if v is not None}
             rows.append({"rule": name, "kind": entry.kind if entry else "not in catalog",
-                         "in_file": in_file, "effective": _state(on), "reason": why})
+                         "in_file": in_file, "effective": _state(on), "reason": why,
+                         "notes": list(dict.fromkeys(notes.get(name, [])))})
         all_entries = {k: sec[ALL] for k, sec in (("GraphFusion", config.graph), ("UBFusion", config.ub))
                        if ALL in sec}
         if json_out:
             common.print_json({"file": str(file), "all": all_entries, "rules": rows})
             return
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(title=f"{file}" + (f"  (ALL: {all_entries})" if all_entries else ""), show_edge=False)
-        for col in ("rule", "kind", "in file", "effective"):
-            table.add_column(col, no_wrap=True)
-        table.add_column("reason", overflow="fold")
+        table.add_column("rule", no_wrap=True)
+        table.add_column("effective", no_wrap=True)
+        table.add_column("why", overflow="fold", min_width=24)
         for r in rows:
-            in_file = ", ".join(f"{k}={v}" for k, v in r["in_file"].items()) or "-"
-            table.add_row(r["rule"], r["kind"], in_file, r["effective"], r["reason"],
-                          style=None if r["effective"] == "off" else "dim")
+            # A name the catalog lacks is off only if CANN has a pass of exactly that name.
+            state = r["effective"] + ("?" if r["kind"] == "not in catalog" and r["effective"] == "off" else "")
+            why = escape(r["reason"]) + "".join(f"\n[yellow]{escape(n)}[/]" for n in r["notes"])
+            table.add_row(escape(r["rule"]), state, why, style=None if r["effective"] == "off" else "dim")
         if not rows:
             common.log("the file names no rules")
         common.out().print(table)
+        if any(r["notes"] for r in rows):
+            common.log(f"`fusebisect cfg check {file}` shows the notes under a rule with their line numbers")
 
     @cfg.command("diff", help="""Which rules change state between switch files A and B.
 

@@ -487,7 +487,7 @@ def _state_in(name: str, kind: str, config, catalog, builtin) -> tuple[bool, str
         return merged[name] == "on", f"{name}: {merged[name]} in {who(name)} ({kind})"
     if ALL in merged:
         return merged[ALL] == "on", f"ALL: {merged[ALL]} in {who(ALL)} ({kind})"
-    return True, "not named anywhere: default on"
+    return True, f"not named in {kind}: default on"
 
 
 def explain_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, kind: str | None = None,
@@ -794,6 +794,12 @@ def check_switch_text(text: str, catalog: Catalog, path=None) -> CheckReport:
     problems.extend(_catalog_problems(cfg, catalog, where))
     problems.sort(key=lambda p: (p.line or 0, p.column or 0))
     return CheckReport(None if path is None else str(path), fmt, problems, cfg)
+
+
+def name_problems(cfg: SwitchConfig, catalog: Catalog) -> list[Problem]:
+    """What the catalog says about the names ``cfg`` uses: misspellings, unknown or case-mismatched names, rules
+    in the wrong section, "off" for forbidden-close rules (Problems without line numbers)."""
+    return _catalog_problems(cfg, catalog, {})
 
 
 def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[Problem]:
