@@ -29,6 +29,7 @@ M = "loss ([0-9.]+)"
     (["-o", "{tmp}"], "--output: {tmp} is a directory"),
     (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
     (["--check", "{tmp}/check.sh"], "--check: cannot run command '{tmp}/check.sh': no such file"),
+    (["--check", "--jobs", "2"], "--check needs a command, got the option '--jobs'"),
     # an oracle's options without their oracle would be ignored
     (["--expect", "0.5"], "--expect without --metric"),
     (["--rtol", "0.1", "--atol", "1"], "--rtol, --atol without --metric"),

@@ -173,3 +173,5 @@ def test_parse_check():
         parse_check("  ")
     with pytest.raises(UsageError):
         parse_check("a 'b")
+    with pytest.raises(UsageError, match="--check needs a command, got the option '--jobs'"):
+        parse_check("--jobs")

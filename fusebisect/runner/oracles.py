@@ -389,6 +389,10 @@ def parse_check(value: str) -> list[str]:
         raise UsageError(f"--check: cannot split {value!r}: {exc}") from exc
     if not argv:
         raise UsageError("--check: empty command")
+    if argv[0].startswith("-"):
+        # `--check --jobs 2 -- CMD` makes "--jobs" the check command: say so instead of running "2" as CMD.
+        raise UsageError(f"--check needs a command, got the option {argv[0]!r}; give the command as one "
+                         "argument, e.g. --check 'python eval.py --ckpt {trial_dir}'")
     return argv
 
 
