@@ -15,7 +15,7 @@ import time
 from fusebisect.cli.app import main
 
 
-def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys):
+def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys, monkeypatch):
     calls, hang, release = tmp_path / "calls", tmp_path / "hanging", tmp_path / "release"
     job = tmp_path / "job.py"
     job.write_text(textwrap.dedent(f'''
@@ -51,6 +51,9 @@ def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys):
     assert {e["rule"] for e in partial["excluded"]} >= {"AReduceMeanFusionPass"}
     for key in ("bound", "switch_file", "verify", "repro", "engine_executions"):
         assert partial[key] is None, key
+    monkeypatch.chdir(tmp_path)   # a relative workdir still gives absolute paths, as trials[] has them
+    assert main(["report", "w", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["unjudged"] == partial["unjudged"]
 
     release.touch()
     assert main(["-q", "run", "--json", *argv[1:]]) == 0

@@ -54,8 +54,8 @@ def unjudged_runs(workdir: Path, judged: Sequence[int]) -> list[dict[str, Any]]:
     before they ended, or still running. Their numbers are the gaps in the trials' numbering; they do not count
     in ``executions``."""
     done = set(judged)
-    return [{"index": i, "trial_dir": str(path)} for i, path in numbered_trial_dirs(Path(workdir) / "trials").items()
-            if i not in done]
+    trials = Path(workdir).absolute() / "trials"   # absolute, like trials[].trial_dir
+    return [{"index": i, "trial_dir": str(path)} for i, path in numbered_trial_dirs(trials).items() if i not in done]
 
 
 def restate_runs(message: str, said: int, searched: int, final: int) -> str:
