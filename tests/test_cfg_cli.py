@@ -162,6 +162,12 @@ def test_cfg_diff(capsys, tmp_path):
     assert rc == 1 and [(c["rule"], c["a"], c["b"]) for c in changes] == [("TbeEltwiseFusionPass", "on", "off")]
     rc, out, _ = run(capsys, "cfg", "diff", str(a), str(a))
     assert rc == 0 and "same rules" in out
+    # At 80 columns a long rule name and its kind stay whole; the long paths head the table as A and B.
+    long = "AscendDequantQuantAntiquantMaxpoolFusionPass"
+    b.write_text(f"{long}:off\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b))
+    assert rc == 1 and f"A: {a}\nB: {b}\n" in out
+    assert [ln.split() for ln in out.splitlines() if long in ln] == [[long, "│", "GraphFusion", "│", "on", "│", "off"]]
 
 
 def test_rules_list_and_show(capsys):

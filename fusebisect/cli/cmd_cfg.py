@@ -218,11 +218,15 @@ Example: fusebisect cfg diff good.cfg bad.cfg
         else:
             from rich.table import Table
 
+            # The files' paths head the table as A and B, so the rule names keep the width (whole, never cut).
+            console = common.out()
+            console.print(f"A: {a}\nB: {b}", markup=False, highlight=False, soft_wrap=True)
             table = Table(show_edge=False)
-            for col in ("rule", "kind", str(a), str(b)):
+            table.add_column("rule", overflow="fold")
+            for col in ("kind", "A", "B"):
                 table.add_column(col, no_wrap=True)
             for c in changes:
                 table.add_row(c["rule"], c["kind"], c["a"], c["b"])
-            common.out().print(table)
+            console.print(table)
             common.out().print(f"{len(changes)} rules change state.")
         raise typer.Exit(1 if changes else 0)
