@@ -4,6 +4,7 @@ result, and the run's --dumps oracle never calls a trial GOOD on a comparison th
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -234,6 +235,24 @@ def test_the_same_nan_inf_on_both_sides_is_judged_on_the_other_elements(tmp_path
     _dump(masked_only / "my", "same", masked)
     _dump(masked_only / "gold", "same", masked)
     assert main(["compare", str(masked_only / "my"), str(masked_only / "gold")]) == 0
+
+
+def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
+    """A fused op that wrote zeros has msaccucmp cosine NaN ("All the data is zero"): no threshold catches a NaN,
+    so the verdict takes cosine 0 for it. Zeros on both sides are the same tensor (msaccucmp's cosine 1)."""
+    zero = np.zeros_like(X)
+    my, gold = _pair(tmp_path, {"ok": X, "wrote_zeros": zero, "both_zero": zero, "golden_zero": X},
+                     {"ok": X, "wrote_zeros": X, "both_zero": zero, "golden_zero": zero})
+    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    wrote = rows["wrote_zeros:output:0"]
+    assert math.isnan(wrote.cosine) and "All the data is zero" in wrote.fail_reason   # as msaccucmp writes it
+    assert wrote.finite_cosine == 0.0 and wrote.note == "my tensor is all zero and the other is not: cosine 0"
+    assert rows["golden_zero:output:0"].finite_cosine == 0.0 and "the golden is all zero" in rows["golden_zero:output:0"].note
+    assert rows["both_zero:output:0"].cosine == 1.0 and rows["both_zero:output:0"].finite_cosine is None
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["tensor"] == "wrote_zeros:output:0"
+    assert out["first_divergence"]["note"].endswith("is all zero and the other is not: cosine 0")
 
 
 def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):

@@ -46,7 +46,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     from rich.panel import Panel
     from rich.table import Table
 
-    from fusebisect.compare.engine import is_divergent, nonfinite_note
+    from fusebisect.compare.engine import is_divergent
 
     console = common.out()
     rows = report.execution_order()
@@ -68,7 +68,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
             style = "yellow"
         golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
         table.add_row(*map(escape, (str(row.index), row.my_op, row.tensor, golden, _num(row.cosine),
-                                    _num(row.max_abs_error), (row.fail_reason or nonfinite_note(row.nonfinite, row.finite_cosine))[:80])),
+                                    _num(row.max_abs_error), (row.fail_reason or row.note)[:80])),
                       style=style)
     console.print(table)
     if fd is None:
@@ -86,7 +86,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         return
     lines = [f"first divergent op: [bold]{escape(fd['op'])}[/bold]  tensor {escape(fd['tensor'])}",
              f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}"
-             + (f"   ({note})" if (note := nonfinite_note(fd.get("nonfinite"), fd.get("finite_cosine"))) else ""),
+             + (f"   ({escape(fd['note'])})" if fd.get("note") else ""),
              f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
              f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",
              f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
@@ -168,13 +168,11 @@ def register(app: typer.Typer) -> None:
             from fusebisect.compare.csvout import write_csv
             write_csv(report, csv_out)
             common.log(f"wrote {csv_out}")
-        from fusebisect.compare.engine import nonfinite_note
-
         not_compared = sum(not r.compared for r in report.rows)
         rows = [] if html_out is None and not json_out else [
             {"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
              "cosine": _finite(r.cosine), "max_abs_error": _finite(r.max_abs_error), "nonfinite": r.nonfinite,
-             "finite_cosine": r.finite_cosine, "compared": r.compared, "reason": r.fail_reason or nonfinite_note(r.nonfinite, r.finite_cosine)}
+             "finite_cosine": r.finite_cosine, "compared": r.compared, "reason": r.fail_reason or r.note}
             for r in report.execution_order()]   # for the HTML report and --json
         if html_out is not None:
             from fusebisect.fsutil import atomic_write_text

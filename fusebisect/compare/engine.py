@@ -52,8 +52,9 @@ class CompareRow:
     original_ops: list[str] = field(default_factory=list)   # what the fused op replaced
     timestamp: int = 0                                        # my dump time: execution order
     nonfinite: int = 0              # elements whose NaN/Inf differs from the golden's (one side only, or other kind)
-    finite_cosine: float | None = None    # when both hold NaN/Inf at the same places: over the other elements
+    finite_cosine: float | None = None    # when msaccucmp's cosine is NaN for finite reasons: see _count_nonfinite
     finite_max_abs_error: float | None = None
+    note: str = ""                  # what the NaN metrics mean, for people ('' when none are NaN)
 
     @property
     def cosine(self) -> float | None:
@@ -256,7 +257,7 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     NaN/Inf where the golden is finite (its cosine is then NaN: no threshold would catch it)."""
     if row.nonfinite:
         return True
-    if row.finite_cosine is not None:   # the same NaN/Inf on both sides: judge the other elements
+    if row.finite_cosine is not None:   # msaccucmp's cosine is NaN (same NaN/Inf, or one side all zero)
         return row.finite_cosine < cosine or (max_abs_error is not None and row.finite_max_abs_error > max_abs_error)
     cos = row.cosine
     if cos is not None and not np.isnan(cos) and cos < cosine:
@@ -267,10 +268,13 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     return False
 
 
-def nonfinite_note(nonfinite: int | None, finite_cosine: float | None) -> str:
-    """What a row's NaN/Inf mean, for people (msaccucmp writes no reason for them): '' when there are none."""
+def nonfinite_note(nonfinite: int | None, finite_cosine: float | None, zero: str | None = None) -> str:
+    """What a row's NaN metrics mean, for people (msaccucmp writes no reason for NaN/Inf): '' when nothing is NaN.
+    ``zero``: 'mine' or 'golden' when that tensor alone is all zero (msaccucmp's cosine is then NaN)."""
     if nonfinite:
         return f"{nonfinite} NaN/Inf values unlike the golden's"
+    if zero is not None:
+        return f"{'my tensor' if zero == 'mine' else 'the golden'} is all zero and the other is not: cosine 0"
     if finite_cosine is not None:
         return f"same NaN/Inf as the golden; the other elements: cosine {finite_cosine:.6f}"
     return ""
@@ -283,7 +287,7 @@ def first_divergence(report: CompareReport, *, cosine: float = 0.99,
         if is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             return {"op": row.my_op, "tensor": row.tensor, "cosine": row.cosine,
                     "max_abs_error": row.max_abs_error, "nonfinite": row.nonfinite,
-                    "finite_cosine": row.finite_cosine, "pass_names": list(row.pass_names),
+                    "finite_cosine": row.finite_cosine, "note": row.note, "pass_names": list(row.pass_names),
                     "ub_pass_name": row.ub_pass_name,
                     "ground_truth": list(row.original_ops or row.golden_ops)}
     return None
@@ -358,28 +362,41 @@ class _Pending:
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
-    """Set ``row.nonfinite``: the elements whose NaN/Inf differs from the golden's (NaN or Inf on one side only,
-    NaN against Inf, or Inf of the other sign). When both hold the same NaN/Inf (a -inf attention mask), msaccucmp's
-    metrics are NaN whatever the other elements are: ``finite_cosine`` and ``finite_max_abs_error`` then measure
-    the elements finite on both sides. The arrays are only scanned when a metric is not finite."""
+    """Judge the rows whose msaccucmp metrics are NaN, which no threshold catches.
+
+    ``row.nonfinite`` counts the elements whose NaN/Inf differs from the golden's (NaN or Inf on one side only,
+    NaN against Inf, or Inf of the other sign). When both hold the same NaN/Inf (a -inf attention mask), the
+    metrics are NaN whatever the other elements are, and when one tensor alone is all zero (a fused op that
+    wrote nothing) the cosine is NaN: ``finite_cosine`` and ``finite_max_abs_error`` then measure the elements
+    finite on both sides, a zero tensor against a non-zero one having cosine 0. The arrays are only scanned
+    when a metric is not finite."""
     if all(not isinstance(v, float) or math.isfinite(v) for v in row.metrics.values()):
         return
-    if x.size != y.size or x.dtype.kind not in "fc" or y.dtype.kind not in "fc":
+    if x.size != y.size or x.size == 0 or x.dtype.kind not in "fciub" or y.dtype.kind not in "fciub":
         return
     x, y = x.reshape(-1), y.reshape(-1)
     fx, fy = np.isfinite(x), np.isfinite(y)
-    if fx.all() and fy.all():
-        return
-    both = ~fx & ~fy
-    same = np.isnan(x[both]) & np.isnan(y[both]) | (x[both] == y[both])
-    row.nonfinite = int(np.count_nonzero(fx != fy)) + int(np.count_nonzero(~same))
-    finite = fx & fy
-    if row.nonfinite or not finite.any():
-        return
-    a, b = x[finite].astype(np.float64), y[finite].astype(np.float64)
+    all_finite = bool(fx.all() and fy.all())
+    if all_finite:
+        cos = row.cosine
+        if cos is None or not math.isnan(cos):   # only the cosine's NaN hides a divergence
+            return
+        a, b = x, y
+    else:
+        both = ~fx & ~fy
+        same = np.isnan(x[both]) & np.isnan(y[both]) | (x[both] == y[both])
+        row.nonfinite = int(np.count_nonzero(fx != fy)) + int(np.count_nonzero(~same))
+        finite = fx & fy
+        if row.nonfinite or not finite.any():
+            row.note = nonfinite_note(row.nonfinite, None)
+            return
+        a, b = x[finite], y[finite]
+    a, b = a.astype(np.float64), b.astype(np.float64)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
     row.finite_max_abs_error = float(np.max(np.abs(a - b)))
+    zero = "mine" if na == 0 else "golden" if nb == 0 else None
+    row.note = nonfinite_note(0, row.finite_cosine, zero if all_finite and na != nb else None)
 
 
 def _fill(row: CompareRow, on_error, compute) -> None:

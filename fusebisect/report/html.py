@@ -174,13 +174,10 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     divergence marked, the suspect rules, and the row table (``rows``: dicts with op, tensor, golden, cosine,
     max_abs_error (None when not a number), nonfinite, reason; execution order), then ``notes`` (e.g. FFTS+
     thread files). ``not_compared``: rows that could not be compared (their reason says why). Returns the text."""
-    from fusebisect.compare.engine import nonfinite_note
-
     if first:
         rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
         text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
-                + (f", {esc(note)}" if (note := nonfinite_note(first.get("nonfinite"), first.get("finite_cosine")))
-                   else "") + ")"
+                + (f", {esc(first['note'])}" if first.get("note") else "") + ")"
                 + (f" — rules to suspect: {esc(', '.join(rules))}" if rules else ""))
         body = [verdict("divergence", text)]
     elif not_compared:
