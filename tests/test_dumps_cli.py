@@ -153,6 +153,32 @@ def test_dump_convert_writes_buffers_and_workspaces_like_msaccucmp(msaccucmp, tm
         np.testing.assert_array_equal(np.load(ours / name), np.load(theirs / name))
 
 
+def test_dump_convert_layouts_and_float8_like_msaccucmp(msaccucmp, tmp_path, capsys):
+    """A plain NHWC tensor of an NCHW graph (its original shape in NCHW) is transposed to NCHW, not reshaped to
+    the original shape; float8_e5m2 is written as float32 that np.load reads back; both as msaccucmp's convert."""
+    import ml_dtypes
+
+    nchw = np.random.default_rng(3).standard_normal((2, 3, 5, 7)).astype(np.float32)
+    nhwc = write_dump(tmp_path / "dump" / "Relu.relu.1.0.1700000000000001", op_name="relu", inputs=[],
+                      outputs=[TensorSpec(np.ascontiguousarray(nchw.transpose(0, 2, 3, 1)), format=1,
+                                          original_shape=nchw.shape)])
+    fp8 = write_dump(tmp_path / "dump" / "Cast.cast.1.0.1700000000000002", op_name="cast", inputs=[],
+                     outputs=[TensorSpec(np.array([0.125, -0.125, 0.625, 1.5], ml_dtypes.float8_e5m2))])
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for path, fmt in ((nhwc, "NCHW"), (fp8, None)):
+        flags = [] if fmt is None else ["--format", fmt]
+        assert _run(capsys, "dump", "convert", str(path), "--out", str(ours), *flags)[0] == 0
+        proc = msaccucmp.run_parsing_binary("convert", "-d", str(path), *(["-f", fmt] if fmt else []), "-out",
+                                            str(theirs))
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    [their_nchw] = theirs.glob(f"{nhwc.name}.output.0*.npy")   # msaccucmp appends the shape: .2x3x5x7.npy
+    np.testing.assert_array_equal(np.load(ours / f"{nhwc.name}.output.0.npy"), nchw)
+    np.testing.assert_array_equal(np.load(their_nchw), nchw)
+    out = np.load(ours / f"{fp8.name}.output.0.npy")
+    assert out.dtype == np.float32 and out.tolist() == [0.125, -0.125, 0.625, 1.5]
+    assert np.load(theirs / f"{fp8.name}.output.0.npy").tolist() == out.tolist()
+
+
 def test_dump_convert_shapes_ffts_thread_dumps_like_msaccucmp(msaccucmp, tmp_path, capsys):
     """An automatic-mode FFTS+ thread dump's tensors take their slice's shape; a slice JSON without a shape
     per tensor fails the file, on both sides."""

@@ -36,8 +36,8 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     from fusebisect.compare.formats import DEFAULT_TARGET, to_original
 
     arr = rec.array()
-    if arr.dtype.kind not in "biufc":
-        arr = arr.astype(np.float32)  # ml_dtypes low-precision floats
+    if arr.dtype.isbuiltin != 1:
+        arr = arr.astype(np.float32)  # ml_dtypes low-precision floats, which np.load cannot read back
     if fmt is None:
         return arr
     name = rec.format_name
@@ -45,7 +45,8 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
         arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
         layout = DEFAULT_TARGET[name]
     else:
-        arr = to_original(arr, rec.format, rec.original_shape)
+        # A plain layout is stored as its shape says; the original shape may be in another layout (an NHWC
+        # tensor of an NCHW graph), so it is not reshaped to it (msaccucmp's convert does not either).
         layout = name
     if fmt != "ORIGINAL" and fmt != layout:
         arr = to_original(arr, layout, None, target=fmt)
