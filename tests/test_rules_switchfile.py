@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from fusebisect.errors import SwitchFileError, UsageError
 from fusebisect.rules.catalog import Catalog, Rule, default_catalog
 from fusebisect.rules.switchfile import (
-    SwitchConfig, all_off_config, diff_configs, effective_state, explain_state, off_config, parse_switch_file,
+    SwitchConfig, all_off_config, check_switch_text, diff_configs, effective_state, explain_state, off_config, parse_switch_file,
     parse_switch_text, render_switch, switch_schema, validate_rule_name, write_hashed_switch_file,
     write_switch_file,
 )
@@ -139,7 +139,6 @@ def test_lenient_json_bom_comments_trailing_commas():
     ('{"Switch": {}, "Other": {}}', 1, 16, "Switch, Priority"),
     ('{"switch": {}}', 1, 2, "did you mean 'Switch'"),
     ('{"Switch": {"UbFusion": {}}}', 1, 13, "did you mean 'UBFusion'"),
-    ('{\n"Switch": {"GraphFusion": {"A": "off", "A": "on"}}}', 2, 40, "twice"),
     ('{\n  "Switch": {\n    "GraphFusion": {"A": "off" "B": "on"}\n  }\n}', 3, 32, "expected ','"),
     ('{"Switch": {"GraphFusion": {"A b": "off"}}}', 1, 29, "invalid rule name"),
     ('{"Switch": {"GraphFusion": {"A": "off"}}', 1, 1, "unterminated"),
@@ -165,6 +164,20 @@ def test_schema_agrees_with_the_strict_parser():
         assert list(validator.iter_errors(bad)), bad
         with pytest.raises(SwitchFileError):
             parse_switch_text(json.dumps(bad))
+
+
+def test_json_duplicate_keys_keep_the_last_as_cann_reads_them():
+    # CANN parses the file with nlohmann::json: the last of duplicate keys wins, at every level.
+    text = ('{"Switch": {"GraphFusion": {"A": "off", "B": "off", "A": "on"}, "UBFusion": {"U": "off"},\n'
+            '            "UBFusion": {"V": "off"}}}')
+    c = parse_switch_text(text)
+    assert c.graph == {"A": "on", "B": "off"} and c.ub == {"V": "off"}
+    assert parse_switch_text('{"Switch": {"GraphFusion": {"A": "off"}}, "Switch": {"UBFusion": {}}}').graph == {}
+    report = check_switch_text(text, default_catalog())
+    dup = [p for p in report.problems if p.code == "duplicate"]
+    assert [(p.severity, p.line, p.column, p.rule or p.section) for p in dup] == [("warning", 1, 53, "A"),
+                                                                                 ("warning", 2, 13, "UBFusion")]
+    assert not report.ok and "keeps only the last one" in dup[0].message
 
 
 def test_legacy_format():

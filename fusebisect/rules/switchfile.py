@@ -317,11 +317,15 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
     if root.kind != "object":
         add("not-object", "the file must be a JSON object with a \"Switch\" key", root.offset)
         return cfg
+    # CANN reads the file with nlohmann::json, which keeps the last of duplicate keys (at every level).
+    last = "; CANN's JSON reader keeps only the last one"
     seen_top: set[str] = set()
     for key, key_at, node in root.pairs or []:
         if key in seen_top:
-            add("duplicate", f"duplicate top-level key {key!r}", key_at)
-            continue
+            add("duplicate", f"duplicate top-level key {key!r}{last}", key_at, severity="warning")
+            if key == "Switch":
+                for k in KINDS:
+                    cfg.section(k).clear()
         seen_top.add(key)
         if key not in TOP_LEVEL_KEYS:
             hint = next((k for k in TOP_LEVEL_KEYS if k.lower() == key.lower()), None)
@@ -335,8 +339,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
             seen_sec: set[str] = set()
             for sec, sec_at, sec_node in node.pairs or []:
                 if sec in seen_sec:
-                    add("duplicate", f"duplicate section {sec!r} in Switch", sec_at, section=sec)
-                    continue
+                    add("duplicate", f"duplicate section {sec!r} in Switch{last}", sec_at, section=sec,
+                        severity="warning")
+                    if sec in KINDS:
+                        cfg.section(sec).clear()
                 seen_sec.add(sec)
                 if sec not in KINDS:
                     hint = next((k for k in KINDS if k.lower() == sec.lower()), None)
@@ -354,8 +360,8 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             "_ . : - are allowed", name_at, rule=name, section=sec)
                         continue
                     if name in target:
-                        add("duplicate", f"{name} appears twice in Switch.{sec}", name_at, rule=name, section=sec)
-                        continue
+                        add("duplicate", f"{name} appears twice in Switch.{sec}{last}", name_at, rule=name,
+                            section=sec, severity="warning")
                     if val.kind != "string" or val.value not in VALUES:
                         shown = json.dumps(val.value) if val.kind != "object" else "an object"
                         add("invalid-value", f"Switch.{sec}.{name} = {shown}: the value must be exactly \"on\" or "
@@ -439,7 +445,8 @@ def parse_switch_text(text: str, path=None) -> SwitchConfig:
     """Parse a switch file's text (JSON or the old line format) into a SwitchConfig.
 
     Raises SwitchFileError (with line and column) for invalid JSON, a top-level key other than Switch/Priority/
-    ExceptionalPassOfO1Level, a value other than exactly on/off, an invalid rule name, or a duplicate entry.
+    ExceptionalPassOfO1Level, a value other than exactly on/off, an invalid rule name, or a duplicate line of the
+    old format (in JSON, the last of duplicate keys counts, as in CANN's reader; ``check_switch`` warns of them).
     """
     text, _ = _strip_bom(text)
     problems: list[Problem] = []
