@@ -104,6 +104,12 @@ def test_cfg_check_legacy_and_clean(capsys, tmp_path):
     f.write_text("ConvConcatFusionPass:off\nConvConcatFusionPass:on\n", encoding="utf-8")
     rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
     assert rc == 1 and any(p["code"] == "duplicate" and p["line"] == 2 for p in json.loads(out)["problems"])
+    # An old-format ALL line applies to both kinds: each kind's built-in "on" passes stay on.
+    f.write_text("ALL:off\nTbeEltwiseFusionPass:on\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    left_on = {p["section"]: p["message"] for p in json.loads(out)["problems"] if p["code"] == "all-incomplete"}
+    assert rc == 1 and set(left_on) == {"GraphFusion", "UBFusion"}
+    assert left_on["UBFusion"].startswith("ALL (UBFusion) = off") and "TbeMatmulFixPipeFusionPass" in left_on["UBFusion"]
 
 
 def test_cfg_check_unreadable(capsys, tmp_path):

@@ -850,19 +850,20 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[
             if siblings and not entry.spelling_of:
                 add("info", "case-sibling", f"{label}: {name} and {', '.join(siblings)} differ only in case and "
                     "are different passes")
-    for sec in sections:
+    for sec in KINDS:   # an old-format ALL line applies to both kinds, like every line of that format
         value = cfg.section(sec).get(ALL)
         if value is None:
             continue
-        line, col = where.get((sec, ALL), (None, None))
-        label = "ALL" if cfg.legacy else f"Switch.{sec}.ALL"
+        line, col = where.get((sec, ALL), where.get((GRAPH, ALL), (None, None)))
+        label = f"ALL ({sec})" if cfg.legacy else f"Switch.{sec}.ALL"
         named = cfg.section(sec)
         if value == "off":
             builtin_on = [n for n, v in catalog.builtin_entries(sec).items()
                           if v == "on" and n not in named and catalog.rules[n].can_disable]
             if builtin_on:
+                entry = "a line <name>:off" if cfg.legacy else "\"<name>\": \"off\""
                 out.append(Problem("warning", "all-incomplete", f"{label} = off leaves on the passes CANN's built-in "
-                                   f"config names \"on\" ({', '.join(builtin_on)}); add \"<name>\": \"off\" for each "
+                                   f"config names \"on\" ({', '.join(builtin_on)}); add {entry} for each "
                                    "to close them", line, col, ALL, sec))
             forbidden = [r.name for r in catalog.rules.values() if r.kind == sec and not r.can_disable]
             if forbidden:
