@@ -275,6 +275,25 @@ def test_nd_tensors_show_the_shape_msaccucmp_shows(msaccucmp, tmp_path):
     _assert_rows_agree(ref, got, "nd")
 
 
+def test_undefined_dtype_rows_read_as_msaccucmp_reads_them(msaccucmp, tmp_path):
+    """DT_UNDEFINED data is raw int8 bytes to msaccucmp, and its DataType cells say int8: ours too."""
+    from fusebisect.compare.dtypes import DT_UNDEFINED
+
+    raw = np.random.default_rng(5).integers(0, 256, 16, dtype=np.uint8)
+    for side, data in (("my", raw), ("gold", raw[::-1].copy())):
+        (tmp_path / side).mkdir()
+        write_dump(tmp_path / side / "Relu.u.1.0.1700000000000001", op_name="u", inputs=[],
+                   outputs=[TensorSpec(data, dtype=DT_UNDEFINED)])
+    proc = msaccucmp.run_parsing_binary("compare", "-m", str(tmp_path / "my"), "-g", str(tmp_path / "gold"), "-out",
+                         str(tmp_path / "ref"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    ref = _read(next((tmp_path / "ref").glob("result_*.csv")))
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--csv", str(tmp_path / "ours.csv")]) == 1
+    got = _read(tmp_path / "ours.csv")
+    assert [row[3] for row in got[1:]] == [row[3] for row in ref[1:]] == ["int8"]
+    _assert_rows_agree(ref, got, "undefined")
+
+
 def _one_op_peer_and_ours(msaccucmp, tmp_path: Path, shape, layout: str, attr=(), named: bool = True):
     """Graph of one op "a" (output desc of ``shape``/``layout``, origin format ``layout``, ``attr`` added, origin
     name "a":0 when ``named``), then msaccucmp and fusebisect on tmp_path/my vs tmp_path/gold: (peer process, peer

@@ -243,9 +243,12 @@ def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
     zero = np.zeros_like(X)
     my, gold = _pair(tmp_path, {"ok": X, "wrote_zeros": zero, "both_zero": zero, "golden_zero": X},
                      {"ok": X, "wrote_zeros": X, "both_zero": zero, "golden_zero": zero})
-    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    (tmp_path / "link").symlink_to(my)
+    rows = {r.tensor: r for r in compare_dumps(tmp_path / "link", gold).rows}
     wrote = rows["wrote_zeros:output:0"]
-    assert math.isnan(wrote.cosine) and "All the data is zero" in wrote.fail_reason   # as msaccucmp writes it
+    [dumped] = my.glob("*.wrote_zeros.*")
+    assert math.isnan(wrote.cosine)   # msaccucmp's cell and reason, with the file's real path
+    assert wrote.fail_reason == f"Cannot compare by Cosine Similarity. All the data is zero in {dumped.resolve()}."
     assert wrote.finite_cosine == 0.0 and wrote.note == "my tensor is all zero and the other is not: cosine 0"
     assert rows["golden_zero:output:0"].finite_cosine == 0.0 and "the golden is all zero" in rows["golden_zero:output:0"].note
     assert rows["both_zero:output:0"].cosine == 1.0 and rows["both_zero:output:0"].finite_cosine is None

@@ -580,6 +580,8 @@ def _shown_dtype(record, *, device_names: bool) -> str:
     name = record.dtype_name
     if not device_names and name in _FLOAT32_READ:
         return "float32"
+    if name == "undefined":   # msaccucmp reads DT_UNDEFINED as int8 and says so
+        return "int8"
     return name
 
 
@@ -699,7 +701,7 @@ def _compare_records(ctx, row: CompareRow, a, b, my_path, golden_path) -> None:
         row.metrics = _nan_metrics(ctx)
         row.fail_reason = f"[{Path(my_path).name}_TENSOR] Shape mismatch after restore: ({x.size},) vs ({y.size},)"
         return
-    ctx.pending.add(row, x, y, a.shape, str(my_path), str(golden_path), failed)
+    ctx.pending.add(row, x, y, a.shape, os.path.realpath(my_path), os.path.realpath(golden_path), failed)
 
 
 # ---- golden .npy without a graph: outputs by op name
@@ -966,5 +968,5 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
     def failed(exc: Exception) -> None:   # the row becomes the failure row, as when reading fails
         vars(row).update(vars(fail(str(exc))))
 
-    ctx.pending.add(row, x, y, shape, str(entry.path), str(golden_path), failed)
+    ctx.pending.add(row, x, y, shape, os.path.realpath(entry.path), os.path.realpath(golden_path), failed)
     return row
