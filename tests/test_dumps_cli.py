@@ -70,14 +70,15 @@ def test_dump_convert_original_removes_padding(tmp_path, capsys):
     rc, out, _ = _run(capsys, "dump", "convert", str(path), "--out", str(out_dir), "--format", "ORIGINAL", "--json")
     assert rc == 0
     doc = json.loads(out)
-    assert sorted(f["path"].rsplit("/", 1)[1] for f in doc["files"]) == [
-        "Conv2D.conv1.1.0.5.input.0.npy", "Conv2D.conv1.1.0.5.input.1.npy", "Conv2D.conv1.1.0.5.output.0.npy"]
-    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.npy"), x)
-    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.1.npy"), w)
-    assert np.load(out_dir / "Conv2D.conv1.1.0.5.output.0.npy").dtype == np.float32
+    assert sorted(f["path"].rsplit("/", 1)[1] for f in doc["files"]) == [   # msaccucmp's names, converted shape
+        "Conv2D.conv1.1.0.5.input.0.2x5x3x3.npy", "Conv2D.conv1.1.0.5.input.1.20x5x1x1.npy",
+        "Conv2D.conv1.1.0.5.output.0.2x3.npy"]
+    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.2x5x3x3.npy"), x)
+    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.1.20x5x1x1.npy"), w)
+    assert np.load(out_dir / "Conv2D.conv1.1.0.5.output.0.2x3.npy").dtype == np.float32
     rc, _, _ = _run(capsys, "dump", "convert", str(path), "--out", str(out_dir), "--format", "NHWC")
     assert rc == 0
-    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.npy"), x.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.2x3x3x5.npy"), x.transpose(0, 2, 3, 1))
     rc, _, _ = _run(capsys, "dump", "convert", str(path), "--out", str(out_dir))
     assert np.load(out_dir / "Conv2D.conv1.1.0.5.input.0.npy").shape == (2, 1, 3, 3, 16)
 
@@ -171,9 +172,9 @@ def test_dump_convert_layouts_and_float8_like_msaccucmp(msaccucmp, tmp_path, cap
         proc = msaccucmp.run_parsing_binary("convert", "-d", str(path), *(["-f", fmt] if fmt else []), "-out",
                                             str(theirs))
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    [their_nchw] = theirs.glob(f"{nhwc.name}.output.0*.npy")   # msaccucmp appends the shape: .2x3x5x7.npy
-    np.testing.assert_array_equal(np.load(ours / f"{nhwc.name}.output.0.npy"), nchw)
-    np.testing.assert_array_equal(np.load(their_nchw), nchw)
+    name = f"{nhwc.name}.output.0.2x3x5x7.npy"   # msaccucmp puts the converted shape in the name
+    np.testing.assert_array_equal(np.load(ours / name), nchw)
+    np.testing.assert_array_equal(np.load(theirs / name), nchw)
     out = np.load(ours / f"{fp8.name}.output.0.npy")
     assert out.dtype == np.float32 and out.tolist() == [0.125, -0.125, 0.625, 1.5]
     assert np.load(theirs / f"{fp8.name}.output.0.npy").tolist() == out.tolist()

@@ -22,7 +22,8 @@ HELP = (
     "Tensors stay in device layout unless [bold]--format[/bold] is given: ORIGINAL undoes the private format "
     "(NC1HWC0 -> NCHW, FRACTAL_Z -> NCHW, FRACTAL_NZ -> ND, NDC1HWC0 -> NCDHW, C1HWNCoC0 -> HWCN) and removes "
     "padding using the dump's original shape; a layout name (NCHW, NHWC, HWCN, ...) converts to ORIGINAL and "
-    "then permutes. Without --format, an automatic-mode FFTS+ thread dump's tensors take the shapes of its "
+    "then permutes, and the names end with the converted shape as msaccucmp's -f names them "
+    "([bold]{dumpfile}.output.0.2x3x5x7.npy[/bold]). Without --format, an automatic-mode FFTS+ thread dump's tensors take the shapes of its "
     "thread's slice (as msaccucmp's convert gives them). bfloat16, float8 and hifloat8 are written as float32. Unreadable files in a directory are "
     "reported and skipped.\n\n"
     "Example: fusebisect dump convert dump/20240101000000 --out npy --format ORIGINAL"
@@ -87,7 +88,9 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
             raise DumpFormatError(f"{rec.kind} {rec.index}: {exc.reason}", path=path) from None
     written = []
     for rec, arr in arrays:
-        target = out / _out_name(out, f"{path.name}.{rec.kind}.{rec.index}.npy", ".npy")
+        # with a target format msaccucmp's convert puts the converted shape in the name: NAME.output.0.2x3x5x7.npy
+        shape = "" if fmt is None else "." + "x".join(map(str, arr.shape))
+        target = out / _out_name(out, f"{path.name}.{rec.kind}.{rec.index}{shape}.npy", ".npy")
         atomic_write_bytes(target, _npy_bytes(arr))
         written.append({"source": str(path), "tensor": f"{rec.kind}.{rec.index}", "path": str(target),
                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
