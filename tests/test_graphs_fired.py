@@ -149,6 +149,45 @@ def test_fired_rules_of_single_files_and_empty_dir(tmp_path):
         fired_rules(empty)
 
 
+def test_graphs_of_the_same_name_from_several_sessions_all_count(tmp_path):
+    # Two sessions (or builds) each dump a graph_1: what fired in either fired (compare's mapping keeps the later).
+    for session, ops in (("session0", [("fc1", ["MatMulBiasAddFusionPass"], None), ("ln", ["X"], None)]),
+                         ("session1", [("ln", ["LayerNormFusionPass", "X"], None)])):
+        (tmp_path / session).mkdir()
+        (tmp_path / session / "ge_proto_00000005_graph_1_Build.txt").write_text(_graph_text(ops))
+    got = {n: s.effect_times for n, s in fired_rules(tmp_path).items()}
+    assert got == {"LayerNormFusionPass": 1, "MatMulBiasAddFusionPass": 1, "X": 2}
+
+
+def test_an_unreadable_graph_does_not_hide_the_other_evidence(tmp_path, capsys):
+    (tmp_path / "fusion_result.json").write_text(json.dumps(GRAPHID_STYLE))
+    graph = tmp_path / "graph" / "ge_proto_00000001_graph_1_Build.txt"
+    graph.parent.mkdir()
+    graph.write_text(_graph_text([("a", ["OnlyInGraphPass"], None)])[:60])   # cut off mid-write
+    with pytest.raises(GraphFormatError, match="not a readable GE graph text"):
+        fired_rules(tmp_path)   # strict by default
+    unreadable: list[str] = []
+    assert list(fired_rules(tmp_path, unreadable=unreadable)) == ["ConvBatchnormFusionPass"]
+    assert len(unreadable) == 1 and unreadable[0].startswith(str(graph))
+    assert main(["rules", "fired", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [r["name"] for r in doc["rules"]] == ["ConvBatchnormFusionPass"] and doc["unreadable"] == unreadable
+    assert captured.err.startswith(f"warning: skipped {graph}")
+    (tmp_path / "fusion_result.json").write_text("{")   # nothing readable left: an error, not "nothing fired"
+    assert main(["rules", "fired", str(tmp_path)]) == 2
+
+
+def test_an_onnx_style_graph_dump_is_refused_not_read_as_empty(tmp_path, capsys):
+    onnx = tmp_path / "ge_onnx_00000001_graph_1_Build.pbtxt"
+    onnx.write_text('ir_version: 3\nproducer_name: "GE"\ngraph {\n  node {\n    name: "fc1"\n'
+                    '    op_type: "ge:MatMulV2"\n  }\n  name: "graph_1"\n}\n')
+    for cmd in (["rules", "fired"], ["inspect", "graph"]):
+        assert main([*cmd, str(onnx)]) == 2
+        assert "an ONNX-style graph dump (ge_onnx_*.pbtxt, for Netron); give the ge_proto_*.txt" in \
+            capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------- CLI
 def test_cli_rules_fired_json_and_table(tmp_path, capsys):
     res = tmp_path / "fusion_result.json"
@@ -157,7 +196,8 @@ def test_cli_rules_fired_json_and_table(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"rules": [
         {"name": "AutomaticUbFusion", "kind": "UBFusion", "effect_times": 1, "match_times": 1},
-        {"name": "ConvBatchnormFusionPass", "kind": "GraphFusion", "effect_times": 3, "match_times": 4}]}
+        {"name": "ConvBatchnormFusionPass", "kind": "GraphFusion", "effect_times": 3, "match_times": 4}],
+        "unreadable": []}
     assert main(["rules", "fired", str(res)]) == 0
     out = capsys.readouterr().out
     assert "ConvBatchnormFusionPass" in out and "ZeroEffectFusionPass" not in out

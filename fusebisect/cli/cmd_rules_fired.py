@@ -31,10 +31,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from fusebisect.rules.fired import fired_rules
 
-        found = fired_rules(path)
+        unreadable: list[str] = []
+        found = fired_rules(path, unreadable=unreadable)
+        for problem in unreadable:
+            common.log(f"warning: skipped {problem}")
         if json_out:
             common.print_json({"rules": [{"name": s.name, "kind": s.kind, "effect_times": s.effect_times,
-                                          "match_times": s.match_times} for s in found.values()]})
+                                          "match_times": s.match_times} for s in found.values()],
+                               "unreadable": unreadable})
             return
         from rich.table import Table
 

@@ -417,6 +417,10 @@ def parse_graph_bytes(data: bytes, path=None) -> list[RawGraph]:
             graphs = alt
     if not graphs:
         raise GraphFormatError("contains no graph (not a ge.proto.ModelDef?)", path=path)
+    if not any(g.ops for g in graphs) and re.search(rb"(?m)^\s*(ir_version|op_type)\s*:", data[:1 << 20]):
+        # GE's ge_onnx_*.pbtxt (for Netron) parses as a ModelDef of empty graphs: say so rather than "no op"
+        raise GraphFormatError("an ONNX-style graph dump (ge_onnx_*.pbtxt, for Netron); give the ge_proto_*.txt "
+                               "that GE writes beside it", path=path)
     return graphs
 
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fusebisect.errors import GraphFormatError
+from fusebisect.errors import FusebisectError, GraphFormatError
 
 KINDS = {"graph_fusion": "GraphFusion", "ub_fusion": "UBFusion"}
 _COUNTS = ("match_times", "effect_times", "repository_hit_times")
@@ -201,14 +201,17 @@ def _from_graph(graph) -> dict[str, RuleStat]:
     return found
 
 
-def fired_rules(path) -> dict[str, RuleStat]:
+def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleStat]:
     """Return the rules that fired, by name: those with ``effect_times > 0`` in ``fusion_result.json`` files plus
     the ``pass_name`` (GraphFusion) / ``pass_name_ub`` (UBFusion) values seen on ops of Build-stage graphs.
 
-    ``path`` is a fusion_result.json, a graph file, or a directory searched recursively for both. Counts come
-    from fusion_result.json; a rule seen only in graphs counts the ops carrying it. Every returned rule has
+    ``path`` is a fusion_result.json, a graph file, or a directory searched recursively for both; every graph of
+    every file counts (several sessions or builds may dump graphs of the same name). Counts come from
+    fusion_result.json; a rule seen only in graphs counts the ops carrying it. Every returned rule has
     ``effect_times > 0``. Raises GraphFormatError for a malformed file, or for a path holding neither a
     fusion_result.json nor a Build graph (so an empty trial directory is never read as "nothing fired").
+    With ``unreadable`` (a list), a malformed file of a directory is skipped and its error appended there,
+    as long as some other file could be read.
     """
     from fusebisect.compare.graph import find_build_graphs, load_graph
 
@@ -229,23 +232,38 @@ def fired_rules(path) -> dict[str, RuleStat]:
     else:
         raise GraphFormatError("no such file or directory", path=p)
 
+    errors: list[FusebisectError] = []
+
+    def readable(read, f):
+        try:
+            return read(f)
+        except FusebisectError as exc:
+            if unreadable is None or not p.is_dir():
+                raise
+            errors.append(exc)
+            return None
+
     out: dict[str, RuleStat] = {}
     for f in results:
-        for stat in read_fusion_result(f):
+        for stat in readable(read_fusion_result, f) or []:
             if stat.effect_times > 0:
                 _add(out, stat.name, stat)
-    from_graphs: dict[str, RuleStat] = {}
-    if graphs:
-        graph = load_graph(p if p.is_dir() else graphs[0])
-        from_graphs = _from_graph(graph)
-    for name, gstat in from_graphs.items():
-        have = out.get(name)
-        if have is None:
-            out[name] = gstat
-        else:
-            for g in gstat.graphs:
-                if g not in have.graphs:
-                    have.graphs.append(g)
+    from_results = set(out)
+    for f in graphs:
+        graph = readable(load_graph, f)
+        for name, gstat in (_from_graph(graph) if graph is not None else {}).items():
+            have = out.get(name)
+            if have is None:
+                out[name] = gstat
+                continue
+            have.graphs.extend(g for g in gstat.graphs if g not in have.graphs)
+            if name not in from_results:   # counted from graphs alone: every file's ops count
+                have.match_times += gstat.match_times
+                have.effect_times += gstat.effect_times
+    if errors:
+        if len(errors) == len(results) + len(graphs):
+            raise errors[0]
+        unreadable.extend(str(e) for e in errors)  # type: ignore[union-attr]
     return dict(sorted(out.items()))
 
 

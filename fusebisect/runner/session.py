@@ -455,16 +455,23 @@ class Session:
     def fired_in(self, paths: TrialPaths) -> dict:
         """The rules that fired in a trial (its fusion_result.json and Build graphs); {} when the job wrote
         neither, or (with a warning) when they cannot be read."""
+        from rich.markup import escape
+
         from fusebisect.compare.graph import find_build_graphs
         from fusebisect.rules.fired import fired_rules
 
         if not any(paths.trial_dir.rglob("fusion_result*.json")) and not find_build_graphs(paths.trial_dir):
             return {}  # the job wrote no statistics and no Build graph
+        unreadable: list[str] = []
         try:
-            return fired_rules(paths.trial_dir)
+            fired = fired_rules(paths.trial_dir, unreadable=unreadable)
         except FusebisectError as exc:
-            self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {paths.trial_dir}: {exc}")
+            self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {paths.trial_dir}: "
+                              f"{escape(str(exc))}")
             return {}
+        for problem in unreadable:   # what the other files say still counts
+            self.progress.log(f"[yellow]warning:[/yellow] skipped {escape(problem)}")
+        return fired
 
     def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
         """Rules this configuration turned off that still fired in the run (switch ignored), sorted."""
