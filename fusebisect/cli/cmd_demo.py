@@ -133,11 +133,13 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--faulty {faulty}: {why}; choose one of {', '.join(usable)}")
         elif not fault_shows(faulty, steps):
             common.log(f"[yellow]warning:[/yellow] the fault of {faulty} does not change this simulated job's loss: "
-                       "there is nothing to find (expect not_reproduced)")
+                       "there is nothing to find (expect not_reproduced)", markup=True)
+        from rich.markup import escape
+
         keep = workdir is not None
         root = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="fusebisect-demo-"))
         common.log(f"[bold]fusebisect demo[/bold]: the SIMULATED job has a faulty fusion rule (hidden from the "
-                   f"search: {faulty}); oracle: {mode}; workdir: {root}")
+                   f"search: {faulty}); oracle: {mode}; workdir: {escape(str(root))}", markup=True)
         try:
             opts = demo_options(mode, faulty, root, steps=steps, seed=seed or 0)
             res, (html_path, md_path) = run_session(opts)

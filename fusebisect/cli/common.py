@@ -43,10 +43,11 @@ def err() -> Console:
     return _console(sys.stderr)
 
 
-def log(message: str) -> None:
-    """A log line on stderr, unless ``--quiet``."""
+def log(message: str, *, markup: bool = False) -> None:
+    """A log line on stderr, unless ``--quiet``: never cut into lines (a path in it stays whole) and read as
+    rich markup only when ``markup`` (so a '[' in a path is printed as it is)."""
     if not state.quiet:
-        err().print(message)
+        err().print(message, soft_wrap=True, markup=markup, highlight=False)
 
 
 def print_json(obj: Any) -> None:
