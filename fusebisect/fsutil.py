@@ -12,10 +12,20 @@ from pathlib import Path
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically; return the path. Raises OSError on I/O failure."""
+    """Write ``data`` to ``path`` atomically; return the path. Raises OSError on I/O failure.
+
+    A symbolic link is followed: its target is replaced and the link stays. A path that is not a regular file
+    (``/dev/null``, ``/dev/stdout``, a FIFO) is written into as it is: replacing it would turn a device into a
+    plain file."""
     path = Path(path)
+    if path.is_symlink():
+        path = path.resolve()
     if path.is_dir():   # else the error would name the temporary file
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
+    if path.exists() and not path.is_file():
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777  # replacing a file keeps its permissions

@@ -29,6 +29,28 @@ def test_atomic_write_of_a_name_that_nearly_fills_name_max(tmp_path):
     assert target.read_bytes() == b"x" and [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
+def test_atomic_write_follows_a_link_and_writes_into_a_fifo(tmp_path):
+    import os
+    import stat
+    import threading
+
+    real = tmp_path / "real.cfg"
+    real.write_text("old")
+    link = tmp_path / "link.cfg"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"     # the link stays, its target is replaced
+    # a path that is not a regular file (a FIFO here; /dev/null alike) is written into, never replaced by a file
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    atomic_write_bytes(fifo, b"through the pipe")
+    reader.join(10)
+    assert got == [b"through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
 def test_atomic_write_gives_normal_permissions(tmp_path, monkeypatch):
     import stat
 

@@ -5,6 +5,7 @@ corrected rerun."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -27,6 +28,9 @@ M = "loss ([0-9.]+)"
     # the production switch file's path, and the check command, are checked before the search, not after it
     (["-o", "{tmp}/no-such-dir/x.cfg"], "--output: directory {tmp}/no-such-dir does not exist"),
     (["-o", "{tmp}"], "--output: {tmp} is a directory"),
+    (["-o", "{tmp}/fifo"], "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
+    (["-o", "/proc/x.cfg"], "--output: cannot write in /proc ("),
+    (["--workdir", ""], "--workdir: empty path"),
     (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
     (["--check", "{tmp}/check.sh"], "--check: cannot run command '{tmp}/check.sh': no such file"),
     (["--check", "--jobs", "2"], "--check needs a command, got the option '--jobs'"),
@@ -51,6 +55,7 @@ M = "loss ([0-9.]+)"
 def test_bad_options_stop_before_any_run(args, msg, capsys, tmp_path):
     marker = tmp_path / "executed"
     work = tmp_path / "w"
+    os.mkfifo(tmp_path / "fifo")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     rc = main(["run", "--workdir", str(work), *args, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
     err = capsys.readouterr().err

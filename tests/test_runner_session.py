@@ -527,6 +527,22 @@ def test_fresh_also_sets_aside_a_production_file_written_with_output(target, tmp
     assert RULES[1] in (old / "outside" / "prod.cfg").read_text()
 
 
+def test_a_workdir_holding_the_users_own_results_is_refused_or_set_aside(target, tmp_path, capsys):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "result.json").write_text("my precious results\n")
+    (work / "report.md").write_text("# my notes\n")
+    target.env["T_FAULTY"] = RULES[1]
+    with pytest.raises(UsageError, match=r"already holds result.json, report.md but no journal.jsonl: a run "
+                                         r"would overwrite them"):
+        session(target, tmp_path, metric=r"loss ([0-9.]+)").run()
+    assert (work / "result.json").read_text() == "my precious results\n" and not (work / "trials").exists()
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", fresh=True).run().run_json["status"] == "found"
+    [kept] = (work / "previous").iterdir()
+    assert (kept / "result.json").read_text() == "my precious results\n"
+    assert (kept / "report.md").read_text() == "# my notes\n"
+
+
 def test_a_second_run_in_a_workdir_in_use_is_refused_and_touches_nothing(target, tmp_path):
     import fcntl
 

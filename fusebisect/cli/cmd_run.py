@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
                                                               "is killed and the run is a skip.")] = None,
         no_graph_dump: Annotated[bool, typer.Option("--no-graph-dump", help="Do not set DUMP_GE_GRAPH & co.")
                                  ] = False,
-        workdir: Annotated[Path, typer.Option(help="Journal, trials and results.")] = Path("fusebisect-work"),
+        workdir: Annotated[str, typer.Option(help="Journal, trials and results.")] = "fusebisect-work",
         fresh: Annotated[bool, typer.Option("--fresh", help="Start over: the previous run's journal, result.json, "
                                                             "reports, production switch file and trials move to "
                                                             "WORKDIR/previous/.")] = False,
@@ -121,7 +121,9 @@ def register(app: typer.Typer) -> None:
         if not command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run --metric 'loss ([0-9.]+)' "
                              "-- python train.py")
-        opts = RunOptions(command=list(command), workdir=workdir, metric=metric, metric_mode=metric_mode,
+        if not workdir.strip():   # an unset $WORKDIR in a script: not the current directory
+            raise UsageError("--workdir: empty path")
+        opts = RunOptions(command=list(command), workdir=Path(workdir), metric=metric, metric_mode=metric_mode,
                           rtol=rtol, atol=atol, expect=expect, check=check, dumps=dumps, cosine=cosine,
                           max_abs_error=max_abs_error, rules=rules, allow_unknown_rules=allow_unknown_rules,
                           repeat=repeat, flaky=flaky, jobs=jobs, devices=_split_csv(devices), timeout=timeout,

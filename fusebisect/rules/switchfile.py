@@ -669,7 +669,8 @@ def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Pat
     if p.exists():
         if not force:
             raise UsageError(f"{p}: already exists (use --force to replace it; the old file is kept as .bak)")
-        shutil.copy2(p, next_backup_path(p))
+        if p.resolve().is_file():   # a device such as /dev/null has nothing to keep (and is written into)
+            shutil.copy2(p, next_backup_path(p))
     return atomic_write_text(p, text)
 
 

@@ -574,10 +574,21 @@ class Session:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with _workdir_lock(self.workdir):
             self._stop_leftovers()
+            had_journal = (self.workdir / JOURNAL_NAME).exists()
             if self.opts.fresh:
                 moved = set_aside_previous_run(self.workdir, self._previous_production_file())
                 if moved is not None:
-                    self.progress.log(f"the previous run's {', '.join(moved[1])} moved to {moved[0]}")
+                    whose = "the previous run's" if had_journal else "the files"
+                    self.progress.log(f"{whose} {', '.join(moved[1])} moved to {moved[0]}")
+            elif not had_journal:
+                # a run writes these without a backup: files of the same names that no run of ours wrote (there
+                # is no journal) belong to the user
+                theirs = [name for name in ("result.json", "report.html", "report.md", "trials", "repro")
+                          if (self.workdir / name).exists()]
+                if theirs:
+                    raise UsageError(f"--workdir: {self.workdir} already holds {', '.join(theirs)} but no "
+                                     f"{JOURNAL_NAME}: a run would overwrite them. Use a new --workdir, or add "
+                                     f"--fresh to move them to {self.workdir / 'previous'}/")
             return self._run_locked()
 
     def _run_locked(self) -> SessionResult:

@@ -11,6 +11,7 @@ import math
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -94,12 +95,18 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     flag = "--output" if opts.output is not None else "--workdir"
     if target.is_dir():
         raise UsageError(f"{flag}: {target} is a directory; the production switch file needs a file path")
-    parent = target.absolute().parent
+    if target.exists() and not target.resolve().is_file():
+        raise UsageError(f"{flag}: {target} is not a regular file (a device, FIFO or socket); the production "
+                         "switch file needs a file path")
+    parent = target.resolve().parent
     if opts.output is not None:
         if not parent.is_dir():
             raise UsageError(f"--output: directory {parent} does not exist")
-        if not os.access(parent, os.W_OK):
-            raise UsageError(f"--output: cannot write in {parent} (permission denied)")
+        try:   # the file is written atomically through a temporary file beside it: /proc, read-only mounts...
+            with tempfile.NamedTemporaryFile(dir=parent, prefix=".fusebisect-probe-"):
+                pass
+        except OSError as exc:
+            raise UsageError(f"--output: cannot write in {parent} ({exc.strerror or exc})") from None
 
 
 def check_search_options(opts: "RunOptions") -> None:
