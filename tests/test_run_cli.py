@@ -126,3 +126,27 @@ def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
     finally:
         bystander.kill()
         proc.kill()
+
+
+def test_found_under_a_budget_always_rests_on_a_good_run_of_the_production_file(capsys, tmp_path):
+    """Two culprits; whatever --max-runs cuts, "found" needs a GOOD run with the culprits off, --no-verify or
+    not: --no-verify skips only the final run, not the search's own look for more culprits."""
+    rules = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass", "MatMulBiasAddFusionPass"]
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass or MulAddFusionPass is on
+    job.write_text('for r in GeluFusionPass MulAddFusionPass; do\n'
+                   '  grep -q "\\"$r\\": \\"off\\"" "$FUSEBISECT_SWITCH_FILE" || exit 1\ndone\n')
+    statuses = set()
+    for budget in range(4, 12):
+        for verify in ([], ["--no-verify"]):
+            work = tmp_path / f"w{budget}{len(verify)}"
+            rc = main(["run", "--json", "--rules", ",".join(rules), "--max-runs", str(budget), *verify,
+                       "--workdir", str(work), "--", "bash", str(job)])
+            j = json.loads(capsys.readouterr().out)
+            statuses.add(j["status"])
+            if j["status"] == "found":
+                off = sorted(r for c in j["culprits"] for r in c["rules"])
+                assert rc == 0 and off == ["GeluFusionPass", "MulAddFusionPass"], (budget, verify, j["message"])
+                assert any(t["config_off"] == off and t["outcome"] == "good" for t in j["trials"]), (budget, verify)
+            else:
+                assert rc == 1 and j["status"] == "inconclusive", (budget, verify, j["message"])
+    assert statuses == {"found", "inconclusive"}

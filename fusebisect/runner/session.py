@@ -988,8 +988,10 @@ class Session:
                                   f"(run {seen.index}, GOOD) already had: it is that configuration")
         if seen is not None and seen.outcome == GOOD:
             return result
-        if seen is None and not (self.budget_spent and self.opts.verify):
-            return result  # --no-verify (the user's choice), or its run was INVALID: kept as found, with a note
+        if seen is None and not self.budget_spent:
+            # the search's own run of it was INVALID: kept as found, with a note. (When the budget stopped the
+            # search before that run, --no-verify does not make the answer whole: only the final run is skipped.)
+            return result
         what = f"with {', '.join(sorted(off))} off" if off else f"with {', '.join(sorted(on))} set on"
         invalid = [r for r in self.records if r.off == off and r.on == on and r.outcome == INVALID]
         if seen is not None:
