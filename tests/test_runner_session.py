@@ -242,6 +242,13 @@ def test_rules_file(target, tmp_path):
     res = session(target, tmp_path, rules=str(f)).run()
     assert res.run_json["candidate_rules"] == RULES[:3]
     assert res.run_json["culprits"][0]["rules"] == [RULES[2]]
+    # the same file, edited (the natural next step after not_fusion): not the journal's search any more
+    f.write_text(f"{RULES[0]}\n{RULES[2]}\n{RULES[3]}\n")
+    with pytest.raises(UsageError, match=rf"the rules --rules names changed: added {RULES[3]}; dropped "
+                                         rf"{RULES[1]}\); rerun with --fresh"):
+        session(target, tmp_path, rules=str(f)).run()
+    assert session(target, tmp_path, rules=str(f), fresh=True).run().run_json["candidate_rules"] == [
+        RULES[0], RULES[2], RULES[3]]
 
 
 def test_a_rule_the_catalog_does_not_know_is_an_error_before_any_run(target, tmp_path):

@@ -641,6 +641,15 @@ class Session:
             diff = _describe_difference(start, self.opts)
             raise UsageError(f"{self.journal.path} belongs to a different command or options ({diff}); rerun "
                              f"with --fresh to start over (the old journal is kept), or use another --workdir")
+        if "rule_names" in start and start["rule_names"] != self.rule_names:
+            # the same --rules FILE, edited since: another search (--rules NAMES would differ as options)
+            was, now = start["rule_names"] or [], self.rule_names or []
+            added, dropped = [r for r in now if r not in was], [r for r in was if r not in now]
+            change = "; ".join(part for part in (f"added {', '.join(added)}" if added else "",
+                                                 f"dropped {', '.join(dropped)}" if dropped else "") if part)
+            raise UsageError(f"{self.journal.path} belongs to a different command or options (the rules --rules "
+                             f"names changed: {change or 'their order'}); rerun with --fresh to start over (the old "
+                             f"journal is kept), or use another --workdir")
         self.candidates = list(start.get("candidates") or [])
         self.excluded = list(start.get("excluded") or [])
         self.kinds = dict(start.get("kinds") or {})
@@ -673,7 +682,8 @@ class Session:
     def _write_start(self) -> None:
         self.journal.append({"event": "start", "command": list(self.opts.command), "candidates": self.candidates,
                              "options": _jsonable(self.opts.verdict_options()), "version": VERSION,
-                             "excluded": self.excluded, "kinds": self.kinds, "workdir": str(self.workdir)})
+                             "excluded": self.excluded, "kinds": self.kinds, "workdir": str(self.workdir),
+                             "rule_names": self.rule_names})
 
     def _discover(self) -> TrialRecord | None:
         """Settle the candidates: --rules, else the rules that fired in a baseline run, else the catalog's
