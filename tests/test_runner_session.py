@@ -589,3 +589,15 @@ def test_a_job_that_ignores_the_switch_file_stops_after_the_reference(target, tm
     assert j["message"].startswith("The switch file was ignored: all 5 candidate rules still fired")
     again = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run().run_json
     assert len(target.calls()) == 2 and again["status"] == "inconclusive"  # resuming runs nothing more
+
+
+@pytest.mark.parametrize("first,then", [(1, 3), (2, 1)])
+def test_rerunning_a_finished_run_with_other_jobs_executes_nothing(target, tmp_path, first, then):
+    from fusebisect.search import Search
+
+    target.env["T_FAULTY"] = f"{RULES[1]},{RULES[3]}"
+    done = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", jobs=first).run().run_json
+    assert done["status"] == "found"
+    again = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", jobs=then).run().run_json
+    assert again["executions"] == done["executions"] and again["culprits"] == done["culprits"]
+    assert len(list((tmp_path / "w" / "trials").iterdir())) == done["executions"]

@@ -337,6 +337,7 @@ class Session:
         # one ASCEND_RT_VISIBLE_DEVICES slot per parallel execution (unset when running one at a time)
         self.slots: list[str | None] = validation.device_slots(opts, self.env)
         self.rule_names = validation.candidate_rules(opts, self.catalog)  # --rules, else None
+        self.journal_workers = opts.workers   # the --jobs of the run that started the journal (set by _load)
         validation.check_paths(opts, self.workdir)
         for flag, argv in (("", opts.command), ("--check: ", self.judge.check)):
             problem = validation.program_problem(argv[0], env=self.env, cwd=cwd) if argv else None
@@ -651,6 +652,7 @@ class Session:
                              f"names changed: {change or 'their order'}); rerun with --fresh to start over (the old "
                              f"journal is kept), or use another --workdir")
         self.candidates = list(start.get("candidates") or [])
+        self.journal_workers = int(start.get("workers") or 1)
         self.excluded = list(start.get("excluded") or [])
         self.kinds = dict(start.get("kinds") or {})
         for ev in records[1:]:
@@ -683,7 +685,7 @@ class Session:
         self.journal.append({"event": "start", "command": list(self.opts.command), "candidates": self.candidates,
                              "options": _jsonable(self.opts.verdict_options()), "version": VERSION,
                              "excluded": self.excluded, "kinds": self.kinds, "workdir": str(self.workdir),
-                             "rule_names": self.rule_names})
+                             "rule_names": self.rule_names, "workers": self.opts.workers})
 
     def _discover(self) -> TrialRecord | None:
         """Settle the candidates: --rules, else the rules that fired in a baseline run, else the catalog's
@@ -748,9 +750,16 @@ class Session:
         cap = max(2, observed) if spent else None if self.opts.max_runs is None else max(self.opts.max_runs, observed)
         kw = dict(flaky=self.opts.flaky, repeat=self.opts.repeat, workers=self.opts.workers,
                   confidence=self.opts.confidence, max_executions=cap, seed=self.opts.seed)
-        if events:
-            return cls.replay(self.candidates, events, **kw)
-        return cls(self.candidates, **kw)
+        if not events:
+            return cls(self.candidates, **kw)
+        engine = cls.replay(self.candidates, events, **kw)
+        if not engine.done and self.journal_workers != kw["workers"]:
+            # a search the journal finished with another --jobs: its plan (P configurations a round) is the one
+            # that reached the end; replayed with it, nothing is left to run
+            first = cls.replay(self.candidates, events, **{**kw, "workers": self.journal_workers})
+            if first.done:
+                return first
+        return engine
 
     def budget_left(self) -> int | None:
         """Executions --max-runs still allows (the final verification run included), or None without a budget."""
