@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 import random
 import statistics
 
@@ -230,7 +231,18 @@ def test_ten_percent_invalid_configs_still_correct(seed):
     assert len(t.runs) == len(set(t.runs))
 
 
-def test_repeat_majority_vote():
+def test_repeat_runs_every_configuration_n_times():
+    cands = names(32)
+    target = SimTarget(cands, [frozenset({"Pass005"})])
+    s = Search(cands, repeat=3)
+    drive(s, target)
+    assert [(c.rules, c.confidence) for c in s.result.culprits] == [(("Pass005",), 1.0)]
+    assert set(Counter(target.runs).values()) == {3}
+
+
+def test_repeat_runs_that_disagree_switch_to_the_noise_aware_mode():
+    """A majority of three can be wrong too: runs of one configuration that disagree mean a noisy job, whose
+    culprit is named from every run with the posterior it has, never with confidence 1."""
     cands = names(32)
     votes: dict = {}
 
@@ -243,8 +255,9 @@ def test_repeat_majority_vote():
 
     s = Search(cands, repeat=3)
     drive(s, target)
-    assert [c.rules for c in s.result.culprits] == [("Pass005",)]
-    assert set(votes.values()) == {3}
+    [culprit] = s.result.culprits
+    assert culprit.rules == ("Pass005",) and 0.95 <= culprit.confidence < 1
+    assert any("disagreed" in n for n in s.result.notes)
 
 
 @pytest.mark.parametrize("workers", [2, 3, 7])

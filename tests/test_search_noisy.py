@@ -153,3 +153,18 @@ def test_an_invalid_look_for_more_run_is_not_repeated_forever():
     drive(s, target)
     assert s.result.status == "found" and s.result.culprits[0].rules == (culprit,)
     assert calls.count(lfm) <= 2
+
+
+def test_repeat_with_noise_never_names_a_wrong_rule():
+    # --repeat 3 against flips at p=0.15: a majority of three is wrong in 6 % of configurations, so trusting it
+    # named an innocent rule (at confidence 1) in about a quarter of searches
+    cands = [f"Pass{i:03d}" for i in range(32)]
+    exact = 0
+    for t in range(100):
+        culprit = random.Random(t).choice(cands)
+        s = Search(cands, repeat=3)
+        drive(s, SimTarget(cands, [frozenset({culprit})], flip=0.15, seed=t))
+        named = [c.rules for c in s.result.culprits]
+        assert s.result.status != "found" or named == [(culprit,)], (t, named)
+        exact += named == [(culprit,)]
+    assert exact >= 90

@@ -33,7 +33,8 @@ The algorithm follows Go's cmd/bisect:
 Nothing is inferred except through the monotone model (a BAD set makes its supersets BAD, a GOOD set makes
 its subsets GOOD), and no configuration is run twice unless a repeat is needed. INVALID configurations are
 never treated as BAD: the engine picks a different split. UNKNOWN ones are repeated. ``repeat=N`` runs every
-configuration N times and takes the majority (deterministic mode; the noise-aware mode weighs every run).
+configuration N times and takes the majority (deterministic mode) as long as a configuration's runs agree; runs
+that disagree switch to the noise-aware mode, which weighs every run.
 
 Run counts (n candidates, L = ceil(log2 n), executions include the 2 gates and every confirmation):
 one culprit takes at most L+4 and on average about log2(n)+3.5 (n=300: mean 11.7). Nothing that accuses r
@@ -57,7 +58,8 @@ single wrong verdict produces the same picture. If the run that should show a ru
 INVALID, the rule is run with one other rule, twice (a GOOD answer proves it needs a partner, which is then
 searched for); when nothing decides, the rule is named alone with confidence 0.5 and a note.
 
-When verdicts contradict each other (or with ``flaky=True`` from the start) the engine switches to a noise
+When verdicts contradict each other, or the runs of one configuration disagree (or with ``flaky=True`` from
+the start), the engine switches to a noise
 aware mode: a Bayesian posterior over "rule i is the culprit" (either direction, plus "nothing wrong" and
 "always bad") with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
 1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
@@ -175,17 +177,19 @@ class Search:
             self._post.add(bits_of(off_mask), outcome is Outcome.BAD)
         if self.done:
             return
-        if not self._noisy and self._direction is None and self.repeat == 1 and \
+        # Runs of one configuration that disagree (--repeat's runs included: a majority of them can be wrong too,
+        # and a culprit named from it would carry a confidence of 1 it does not have) mean a noisy job.
+        if not self._noisy and self._direction is None and \
                 {Outcome.GOOD, Outcome.BAD} <= set(self._obs[off_mask]):
-            self._enter_noisy(f"the two runs of {self._describe(off_mask)} disagreed")
+            self._enter_noisy(f"the runs of {self._describe(off_mask)} disagreed")
             return
         if not self._noisy and self._direction is not None:
             new = self._judge(off_mask)[0]
             obs = self._obs[off_mask]
-            clash = self.repeat == 1 and Outcome.GOOD in obs and Outcome.BAD in obs
+            clash = Outcome.GOOD in obs and Outcome.BAD in obs
             if new in (Outcome.GOOD, Outcome.BAD) and new is not prev:
                 if prev in (Outcome.GOOD, Outcome.BAD):
-                    clash = clash or self.repeat == 1
+                    clash = True
                     self._rebuild_knowledge()
                 else:
                     clash = clash or not self._know.add(self._active(off_mask), new.value)
