@@ -37,6 +37,10 @@ TARGET = textwrap.dedent(r'''
     sw = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"]
     off = {n for sec in sw.values() for n, v in sec.items() if v == "off"}
     on = [r for r in rules if r not in off or r in ignore]
+    for pair in filter(None, os.environ.get("T_SHADOW", "").split(",")):
+        first, second = pair.split(":")   # `second` fuses the pattern only while `first` does not
+        if first in on and second in on:
+            on.remove(second)
     work = os.environ["ASCEND_WORK_PATH"]
     res = {"session_and_graph_id_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on}}}
     if os.environ.get("T_NO_STATS") != "1":
@@ -601,3 +605,29 @@ def test_rerunning_a_finished_run_with_other_jobs_executes_nothing(target, tmp_p
     again = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", jobs=then).run().run_json
     assert again["executions"] == done["executions"] and again["culprits"] == done["culprits"]
     assert len(list((tmp_path / "w" / "trials").iterdir())) == done["executions"]
+
+
+def test_all_off_still_bad_names_the_rules_that_fired_only_then(target, tmp_path):
+    """Turning RULES[1] off lets RULES[4] fuse the same pattern; both are faulty. The reference (every candidate
+    the baseline fired turned off) is still bad, because of RULES[4]: not "not caused by the fusion rules"."""
+    from fusebisect.search import Search
+
+    target.env.update(T_FAULTY=f"{RULES[1]},{RULES[4]}", T_SHADOW=f"{RULES[1]}:{RULES[4]}", T_EXIT_BAD="1")
+    j = session(target, tmp_path, engine=Search).run().run_json
+    assert j["status"] == "inconclusive" and RULES[4] not in j["candidate_rules"]
+    assert j["message"].startswith(f"With all 4 candidate rules off the symptom is still there, but 1 rule outside "
+                                   f"the candidates fired in that run: {RULES[4]} (only then); turning a pass off "
+                                   f"can let another fuse the same pattern. The cause may be that rule: rerun with "
+                                   f"--fresh --rules ")
+    rules = j["message"].rsplit("--rules ", 1)[1].rstrip(".")
+    again = session(target, tmp_path, engine=Search, rules=rules, fresh=True).run().run_json
+    assert again["status"] == "found"
+    assert sorted(r for c in again["culprits"] for r in c["rules"]) == sorted([RULES[1], RULES[4]])
+    # nothing else fired: all-off still bad is not the fusion rules' doing (the candidates, that is)
+    target.env.update(T_FAULTY="", T_SHADOW="", T_NEEDED="")
+    target.env["T_RULES"] = ",".join(RULES[:2])
+    j = session(target, tmp_path, engine=Search, command=[sys.executable, "-c", "import sys; sys.exit(1)"],
+                rules=",".join(RULES[:2]), fresh=True).run().run_json
+    assert j["status"] == "not_fusion"
+    assert j["message"] == "With all 2 candidate rules off the symptom is still there, twice: it is not caused by " \
+                           "the 2 rules --rules named."

@@ -960,6 +960,8 @@ class Session:
             result = self._unless_still_bad(result)
         elif result is not None and result.status == "not_reproduced" and self._relative_only():
             result = dataclasses.replace(result, message=self._not_reproduced_message())
+        elif result is not None and result.status == "not_fusion":
+            result = self._not_fusion(result)
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
                 and self.budget_spent):
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
@@ -1029,6 +1031,43 @@ class Session:
         self.notes.append("the production switch file turns off the culprits found so far: a partial fix, "
                           + ("not sufficient (the job is still bad with it)" if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
+
+    def _not_fusion(self, result):
+        """All candidates off and still bad: say what that excludes, and no more. Rules that fired in that run
+        without being candidates (switching a pass off can let another fuse the same pattern) leave the
+        question open: the verdict is then inconclusive, naming them."""
+        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome == BAD]
+        fired = self.fired_in(refs[-1].paths) if refs else {}
+        base = self.baseline_record()
+        before = self.fired_in(base.paths) if base is not None else {}
+        cands = set(self.candidates)
+        news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
+        fixed = [r for r in news if self.catalog.get(r) is not None and not self.catalog.get(r).can_disable]
+        outside = [r for r in fired if r not in cands and r not in fixed and getattr(fired[r], "effect_times", 1) > 0
+                   and (self.catalog.get(r) is None or self.catalog.get(r).can_disable)]
+        ignored = [e["rule"] for e in self.excluded if "ignore" in str(e.get("reason", ""))]
+        n = len(self.candidates)
+        what = (f"the {n} rules --rules named" if self.rule_names is not None else
+                f"the {n} switchable rules that fired in the baseline")
+        if outside:
+            new = [r for r in outside if r not in before]
+            listed = ", ".join(f"{r} (only then)" if r in new else r for r in outside)
+            message = (f"With all {n} candidate rules off the symptom is still there, but {len(outside)} rule"
+                       f"{'s' if len(outside) > 1 else ''} outside the candidates fired in that run: {listed}"
+                       + ("; turning a pass off can let another fuse the same pattern" if new else "")
+                       + f". The cause may be {'among them' if len(outside) > 1 else 'that rule'}: rerun with "
+                       f"--fresh --rules "
+                       f"{','.join([*self.candidates, *outside])}.")
+            return dataclasses.replace(result, status="inconclusive", message=message)
+        message = (f"With all {n} candidate rules off the symptom is still there, twice: it is not caused by "
+                   f"{what}")
+        if ignored:
+            message += (f", nor can it be told for {_short(ignored)}, excluded because the job ignored "
+                        f"{'its' if len(ignored) == 1 else 'their'} switch")
+        if fixed:
+            message += (f". {_short(fixed)}, which cannot be switched off, fired only in that run (turning a pass "
+                        "off can let another fuse the same pattern)")
+        return dataclasses.replace(result, message=message + ".")
 
     def _relative_only(self) -> bool:
         """True when GOOD means only "same as the reference run": --metric without --expect and/or --dumps, no
