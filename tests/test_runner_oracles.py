@@ -84,6 +84,18 @@ def test_metric_curve_is_read_from_the_whole_of_a_long_log(tmp_path):
     assert got.curve == [1.0, 0.5, 0.333, 0.25, 0.2, 0.125] and got.metric == 0.125
 
 
+def test_metric_last_is_the_last_printed_whichever_stream(tmp_path):
+    # logging writes the step losses to stderr, print the final eval loss to stdout: output.log has their order
+    paths = TrialPaths(trial_dir=tmp_path, switch_file=None)
+    paths.stderr_path.write_text("step 0 loss 5.0\nstep 1 loss 4.0\n")
+    paths.stdout_path.write_text("final eval loss 1.3\n")
+    paths.output_path.write_text("step 0 loss 5.0\nstep 1 loss 4.0\nfinal eval loss 1.3\n")
+    judge = Judge(metric=compile_metric(r"loss ([0-9.]+)"))
+    assert judge.measure(ExecResult(exit_code=0, seconds=1.0), paths, env={}).metric == 1.3
+    paths.output_path.unlink()   # a trial dir written before output.log existed: stdout, then stderr
+    assert judge.measure(ExecResult(exit_code=0, seconds=1.0), paths, env={}).metric == 4.0
+
+
 def test_close():
     assert close(1.0, 1.0, 0, 0)
     assert close(1.009, 1.0, 1e-2, 0) and not close(1.02, 1.0, 1e-2, 0)

@@ -161,10 +161,11 @@ class Judge:
         check.log in the trial dir. Raises UsageError if the check cannot be started."""
         m = Measurement(exit_code=result.exit_code, seconds=result.seconds, timed_out=result.timed_out)
         if self.metric is not None:
-            # The whole of both logs, stdout first, a piece at a time: a curve keeps its first points and a
-            # log of gigabytes costs no more memory than one piece.
-            values = [v for path in (paths.stdout_path, paths.stderr_path) for piece in iter_text(path)
-                      for v in parse_metric(piece, self.metric)]
+            # Both streams in the order their lines were written (output.log; a trial dir of an older version
+            # has only the two logs: stdout first), a piece at a time: a curve keeps its first points and a log
+            # of gigabytes costs no more memory than one piece.
+            logs = [paths.output_path] if paths.output_path.exists() else [paths.stdout_path, paths.stderr_path]
+            values = [v for path in logs for piece in iter_text(path) for v in parse_metric(piece, self.metric)]
             if values:
                 m.metric = values[-1]
                 if self.metric.mode == "curve":
