@@ -46,6 +46,7 @@ M = "loss ([0-9.]+)"
     (["--rules", "LayerNormFusionpass,GeluFusionPass"],
      "--rules: unknown rule 'LayerNormFusionpass' (did you mean LayerNormFusionPass"),
     (["--rules", ""], "--rules: empty value"),
+    (["--rules", "ALL,GeluFusionPass", "--allow-unknown-rules"], "--rules: ALL is the switch file's key"),
     (["--rules", "/no/such/file.txt"], "--rules: /no/such/file.txt: no such file"),
     (["--rules", "{tmp}"], "--rules: {tmp} is a directory"),
     # devices

@@ -216,6 +216,9 @@ def candidate_rules(opts: "RunOptions", catalog) -> list[str] | None:
     if opts.rules is None:
         return None
     names = load_rules_spec(opts.rules)
+    if "ALL" in names:   # the switch file's key for every pass of a section, not a rule: it cannot be bisected
+        raise UsageError("--rules: ALL is the switch file's key for every pass, not a rule name; list the rules "
+                         "(or leave --rules out: the rules that fired in the baseline are the candidates)")
     unknown = [n for n in names if catalog.get(n) is None]
     if unknown and not opts.allow_unknown_rules:
         parts = [repr(name) + did_you_mean(catalog, name) for name in unknown]
