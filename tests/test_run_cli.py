@@ -150,3 +150,15 @@ def test_found_under_a_budget_always_rests_on_a_good_run_of_the_production_file(
             else:
                 assert rc == 1 and j["status"] == "inconclusive", (budget, verify, j["message"])
     assert statuses == {"found", "inconclusive"}
+
+
+def test_progress_events_are_one_line_each_in_a_pipe(capsys, tmp_path):
+    rules = ["BatchMatMulNonAlignedFusionPass", "BatchMatMulReduceMeanFusionPass", "BatchMatMulTransposeFusionPass",
+             "BatchMatMulV2ReduceFusionPass", "BatchMatMulV2ReshapeFusionPass", "GeluFusionPass"]
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    assert main(["run", "--rules", ",".join(rules), "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    started = [ln for ln in lines if ln.startswith("run ") and " off: " in ln]
+    assert len(started) >= 4 and all(ln.endswith(("more)", "Pass")) for ln in started), started
+    assert not [ln for ln in lines if ln.lstrip().startswith(("BatchMatMul", "GeluFusionPass"))]   # no wrapped rest

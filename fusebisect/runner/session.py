@@ -241,7 +241,8 @@ class Progress:
         if self.quiet:
             return
         with self._lock:
-            self.console.print(message)  # printed above the live footer when there is one
+            # one event, one line: never cut (a terminal wraps it; in a pipe it stays one line)
+            self.console.print(message, soft_wrap=True)  # printed above the live footer when there is one
             self._refresh()
 
     def detail(self, message: str) -> None:
@@ -260,7 +261,7 @@ class Progress:
 
     def finished(self, rec: TrialRecord, progress: dict | None, executed: int) -> None:
         colour = {"good": "green", "bad": "red", "invalid": "yellow"}.get(rec.outcome, "blue")
-        why = f" ({rec.reason})" if rec.reason else ""
+        why = f" ({_esc(rec.reason)})" if rec.reason else ""
         metric = f" metric={rec.measurement.metric:g}" if rec.measurement.metric is not None else ""
         tail = ""
         with self._lock:
@@ -288,6 +289,13 @@ class Progress:
             if self._live is not None:
                 self._live.stop()
                 self._live = None
+
+
+def _esc(value) -> str:
+    """``value`` as text that rich prints as it is (a '[' in a path or a job's message is not markup)."""
+    from rich.markup import escape
+
+    return escape(str(value))
 
 
 def _short(names, limit: int = 4) -> str:
@@ -456,8 +464,6 @@ class Session:
     def fired_in(self, paths: TrialPaths) -> dict:
         """The rules that fired in a trial (its fusion_result.json and Build graphs); {} when the job wrote
         neither, or (with a warning) when they cannot be read."""
-        from rich.markup import escape
-
         from fusebisect.compare.graph import find_build_graphs
         from fusebisect.rules.fired import fired_rules
 
@@ -467,11 +473,11 @@ class Session:
         try:
             fired = fired_rules(paths.trial_dir, unreadable=unreadable)
         except FusebisectError as exc:
-            self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {paths.trial_dir}: "
-                              f"{escape(str(exc))}")
+            self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {_esc(paths.trial_dir)}: "
+                              f"{_esc(exc)}")
             return {}
         for problem in unreadable:   # what the other files say still counts
-            self.progress.log(f"[yellow]warning:[/yellow] skipped {escape(problem)}")
+            self.progress.log(f"[yellow]warning:[/yellow] skipped {_esc(problem)}")
         return fired
 
     def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
@@ -542,7 +548,7 @@ class Session:
         self.excluded.extend({"rule": r, "reason": reason} for r in rules)
         if journal:
             self.journal.append({"event": "exclude", "rules": list(rules), "reason": reason})
-            self.progress.log(f"[yellow]excluded[/yellow] {', '.join(rules)}: {reason}")
+            self.progress.log(f"[yellow]excluded[/yellow] {', '.join(rules)}: {_esc(reason)}")
         self._rebuild = True
 
     @property
@@ -580,7 +586,7 @@ class Session:
                 moved = set_aside_previous_run(self.workdir, self._previous_production_file())
                 if moved is not None:
                     whose = "the previous run's" if had_journal else "the files"
-                    self.progress.log(f"{whose} {', '.join(moved[1])} moved to {moved[0]}")
+                    self.progress.log(f"{whose} {_esc(', '.join(moved[1]))} moved to {_esc(moved[0])}")
             elif not had_journal:
                 # a run writes these without a backup: files of the same names that no run of ours wrote (there
                 # is no journal) belong to the user
@@ -612,7 +618,7 @@ class Session:
             trial_dir = found.with_name(found.name[:-len(PGID_SUFFIX)])
             pids = kill_leftovers(trial_dir)
             if pids:
-                self.progress.log(f"killed the execution an interrupted run left running in {trial_dir} "
+                self.progress.log(f"killed the execution an interrupted run left running in {_esc(trial_dir)} "
                                   f"(process{'es' if len(pids) > 1 else ''} {', '.join(map(str, pids))})")
 
     def _previous_production_file(self) -> list[Path]:
@@ -792,7 +798,7 @@ class Session:
             self._discover()
         else:
             done = sum(1 for r in self.records)
-            self.progress.log(f"resuming from {self.journal.path}: {done} runs already judged, "
+            self.progress.log(f"resuming from {_esc(self.journal.path)}: {done} runs already judged, "
                               f"{len(self.candidates)} candidates")
         # A relative oracle needs the reference before a discovery baseline can be judged.
         for _attempt in range(3):  # an exclusion (switch ignored) changes the reference configuration
@@ -852,7 +858,8 @@ class Session:
             self.notes.append(f"no dump prior: {exc}")
             return
         except FusebisectError as exc:
-            self.progress.log(f"[yellow]warning:[/yellow] cannot compare the baseline and reference dumps: {exc}")
+            self.progress.log(f"[yellow]warning:[/yellow] cannot compare the baseline and reference dumps: "
+                              f"{_esc(exc)}")
             self.dumps_event = {"event": "dumps", "rows": [], "first_divergence": None, "error": str(exc)}
             self.journal.append(self.dumps_event)
             return
@@ -868,7 +875,7 @@ class Session:
             self.journal.append({"event": "prior", "rules": rules})
             self.engine.set_prior(rules)
             op = (report.first_divergence or {}).get("op") or (report.first_divergence or {}).get("my_op")
-            self.progress.log(f"dumps: first divergence at {op}; testing {', '.join(rules)} first")
+            self.progress.log(f"dumps: first divergence at {_esc(op)}; testing {', '.join(rules)} first")
 
     def _role(self, off: frozenset[str]) -> str:
         engine_role = getattr(self.engine, "role", None)
