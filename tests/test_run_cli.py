@@ -162,3 +162,14 @@ def test_progress_events_are_one_line_each_in_a_pipe(capsys, tmp_path):
     started = [ln for ln in lines if ln.startswith("run ") and " off: " in ln]
     assert len(started) >= 4 and all(ln.endswith(("more)", "Pass")) for ln in started), started
     assert not [ln for ln in lines if ln.lstrip().startswith(("BatchMatMul", "GeluFusionPass"))]   # no wrapped rest
+
+
+def test_a_gate_invalid_twice_says_why(capsys, tmp_path):
+    job = tmp_path / "job.sh"   # fine with the rules off; the default configuration crashes
+    job.write_text('grep -q off "$FUSEBISECT_SWITCH_FILE" && { echo "loss 1.0"; exit 0; }\nkill -SEGV $$\n')
+    rc = main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+               "--workdir", str(tmp_path / "w"), "--", "bash", str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive"
+    assert j["message"] == ("The baseline run could not be judged twice; nothing can be concluded. Why: run 2: "
+                            "crash (killed by signal 11); run 3: crash (killed by signal 11).")

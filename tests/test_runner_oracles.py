@@ -163,8 +163,10 @@ def test_check_codes_and_abort():
     assert j.judge(m(check_exit_code=0), reference=None, is_reference=False).outcome == GOOD
     assert j.judge(m(check_exit_code=125), reference=None, is_reference=False).outcome == INVALID
     assert j.judge(m(check_exit_code=3), reference=None, is_reference=False).outcome == BAD
-    with pytest.raises(RunAborted, match="outside 0-127"):
+    with pytest.raises(RunAborted, match="--check exited 200: outside exit codes 0-127"):
         j.judge(m(check_exit_code=200), reference=None, is_reference=False)
+    with pytest.raises(RunAborted, match=r"--check was killed by signal 11 \(SIGSEGV\): outside exit codes 0-127"):
+        j.judge(m(check_exit_code=-11), reference=None, is_reference=False)
     # the job crashed: the check is not consulted, the trial is skipped
     assert j.judge(m(exit_code=2, check_exit_code=None), reference=None, is_reference=False).outcome == INVALID
 

@@ -103,6 +103,15 @@ def close(value: float, reference: float, rtol: float, atol: float) -> bool:
     return abs(value - reference) <= atol + rtol * abs(reference)
 
 
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
 def exit_code_verdict(code: int | None) -> tuple[str, str]:
     """git bisect's rule for an exit status: (outcome, reason). 0 good, 125 skip, 1-127 bad, else 'abort'.
 
@@ -202,8 +211,11 @@ class Judge:
         if self.check is not None:
             outcome, reason = exit_code_verdict(m.check_exit_code)
             if outcome == "abort":
-                raise RunAborted(f"--check exited {m.check_exit_code}: outside 0-127, aborting the run "
-                                 f"(like git bisect run); the journal is kept")
+                code = m.check_exit_code
+                how = ("timed out" if code is None else f"exited {code}" if code >= 0 else
+                       f"was killed by signal {-code} ({_signal_name(-code)})")
+                raise RunAborted(f"--check {how}: outside exit codes 0-127, aborting the run (like git bisect "
+                                 f"run); the journal is kept")
             verdicts.append(Verdict(outcome, f"check {reason}" if reason else ""))
         if self.metric is not None:
             verdicts.append(self._judge_metric(m, reference, is_reference))

@@ -969,6 +969,14 @@ class Session:
             result = dataclasses.replace(result, message=self._not_reproduced_message())
         elif result is not None and result.status == "not_fusion":
             result = self._not_fusion(result)
+        elif result is not None and result.status == "inconclusive" and not result.culprits:
+            # a gate INVALID twice: say why each of its runs could not be judged (a crash, a timeout, ...)
+            for gate in (frozenset(), self.all_off):
+                runs = [r for r in self.records if r.off == gate and not r.on and r.role != "verify"]
+                if len(runs) >= 2 and all(r.outcome == INVALID for r in runs) and f"run {runs[0].index}:" \
+                        not in result.message:
+                    why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])
+                    result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
                 and self.budget_spent):
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
