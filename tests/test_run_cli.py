@@ -173,3 +173,16 @@ def test_a_gate_invalid_twice_says_why(capsys, tmp_path):
     assert rc == 1 and j["status"] == "inconclusive"
     assert j["message"] == ("The baseline run could not be judged twice; nothing can be concluded. Why: run 2: "
                             "crash (killed by signal 11); run 3: crash (killed by signal 11).")
+
+
+def test_the_boundary_commands_run_as_printed_with_the_whole_trial_contract(capsys, tmp_path):
+    job = tmp_path / "job.sh"   # writes into {trial_dir} and $FUSEBISECT_DUMP_DIR; bad while GeluFusionPass is on
+    job.write_text('echo x > "$1/marker" && echo y > "$FUSEBISECT_DUMP_DIR/d" && [ -n "$ASCEND_WORK_PATH" ] || exit 3\n'
+                   'grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    assert main(["run", "--json", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w"),
+                 "--", "bash", str(job), "{trial_dir}"]) == 0
+    repro = json.loads(capsys.readouterr().out)["repro"]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FUSEBISECT_", "ASCEND_", "DUMP_"))}
+    for side, code in (("good", 0), ("bad", 1)):
+        assert subprocess.run(repro[side], env=clean, cwd=tmp_path).returncode == code, (side, repro[side])
+        assert (tmp_path / "w" / "repro" / side / "marker").exists()

@@ -13,7 +13,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from fusebisect.runner.trial import TrialPaths, numbered_trial_dirs, substitute
+from fusebisect.runner.trial import TrialPaths, numbered_trial_dirs, substitute, trial_env
 from fusebisect.textutil import fmt_number
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,10 +28,15 @@ def fused_ops_of(graph, rule: str) -> list[str]:
 
 
 def repro_argv(session: "Session", off: frozenset[str], side: str) -> list[str]:
-    """The exact command reproducing one side of the boundary: ``env FUSEBISECT_SWITCH_FILE=... CMD``."""
+    """The exact command reproducing one side of the boundary: ``env VAR=... CMD`` with the trial contract's
+    variables for the trial dir WORKDIR/repro/SIDE, which is created (with its dump/ and graph/) so that the
+    command runs as given."""
     sw = session.switch_file(off)
     paths = TrialPaths(trial_dir=session.workdir / "repro" / side, switch_file=sw)
-    return ["env", f"FUSEBISECT_SWITCH_FILE={sw}", *substitute(session.opts.command, paths)]
+    for d in (paths.trial_dir, paths.dump_dir, *([paths.graph_dir] if session.opts.graph_dump else [])):
+        d.mkdir(parents=True, exist_ok=True)
+    env = trial_env({}, paths, graph_dump=session.opts.graph_dump)
+    return ["env", *(f"{k}={v}" for k, v in env.items()), *substitute(session.opts.command, paths)]
 
 
 def _metric(value: float | None):
