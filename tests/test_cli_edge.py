@@ -88,3 +88,9 @@ def test_verbose_run_shows_each_runs_switch_file_and_command(tmp_path, capsys):
     assert f"command     {sys.executable} -c pass {tmp_path / 'w' / 'trials'}" in err  # placeholder substituted
     main(["run", "--rules", "GeluFusionPass", "--workdir", str(tmp_path / "w2"), "--", sys.executable, "-c", "pass"])
     assert "switch file" not in capsys.readouterr().err
+
+
+def test_report_refuses_one_file_for_both_formats(tmp_path, capsys):
+    out = tmp_path / "report.out"
+    assert main(["report", str(tmp_path), "--html", str(out), "--markdown", str(out)]) == 2
+    assert "--html and --markdown name the same file" in capsys.readouterr().err and not out.exists()

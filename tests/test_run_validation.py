@@ -31,6 +31,7 @@ M = "loss ([0-9.]+)"
     (["-o", "{tmp}/fifo"], "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
     (["-o", "/proc/x.cfg"], "--output: cannot write in /proc ("),
     (["--workdir", ""], "--workdir: empty path"),
+    (["--workdir", "/proc/fb/w"], "--workdir: cannot create /proc/fb/w in /proc ("),
     (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
     (["--check", "{tmp}/check.sh"], "--check: cannot run command '{tmp}/check.sh': no such file"),
     (["--check", "--jobs", "2"], "--check needs a command, got the option '--jobs'"),

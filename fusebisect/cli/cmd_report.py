@@ -67,6 +67,8 @@ def register(app: typer.Typer) -> None:
             if out is not None and Path(out).absolute() in {(Path(workdir) / n).absolute()
                                                             for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}:
                 raise UsageError(f"{flag} {out}: that is the run's own {Path(out).name}, which the report is read from")
+        if html is not None and markdown is not None and Path(html).absolute() == Path(markdown).absolute():
+            raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))
         cfg = production_cfg_text(view)

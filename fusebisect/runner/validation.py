@@ -91,6 +91,16 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     directory and its directory must exist. Raises UsageError."""
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"--workdir: {workdir} exists and is not a directory")
+    if not workdir.exists():
+        # it is created only once every option is checked: probe its nearest existing parent now (/proc, a
+        # read-only mount, a missing permission)
+        parent = workdir.absolute().parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        try:
+            os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".fusebisect-probe-"))
+        except OSError as exc:
+            raise UsageError(f"--workdir: cannot create {workdir} in {parent} ({exc.strerror or exc})") from None
     target = Path(opts.output) if opts.output is not None else workdir / "fusion_switch.cfg"
     flag = "--output" if opts.output is not None else "--workdir"
     if target.is_dir():
