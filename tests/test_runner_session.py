@@ -629,5 +629,6 @@ def test_all_off_still_bad_names_the_rules_that_fired_only_then(target, tmp_path
     j = session(target, tmp_path, engine=Search, command=[sys.executable, "-c", "import sys; sys.exit(1)"],
                 rules=",".join(RULES[:2]), fresh=True).run().run_json
     assert j["status"] == "not_fusion"
-    assert j["message"] == "With all 2 candidate rules off the symptom is still there, twice: it is not caused by " \
-                           "the 2 rules --rules named."
+    assert j["message"] == ("With all 2 candidate rules off the symptom is still there, twice: turning off the 2 "
+                            "rules --rules named does not fix it, so the cause is not one of them switched on (unless "
+                            "another is bad while switched off, which these two runs cannot tell).")

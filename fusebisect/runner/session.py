@@ -1074,8 +1074,9 @@ class Session:
                        f"--fresh --rules "
                        f"{','.join([*self.candidates, *outside])}.")
             return dataclasses.replace(result, status="inconclusive", message=message)
-        message = (f"With all {n} candidate rules off the symptom is still there, twice: it is not caused by "
-                   f"{what}")
+        message = (f"With all {n} candidate rules off the symptom is still there, twice: turning off {what} does "
+                   f"not fix it, so the cause is not one of them switched on (unless another is bad while "
+                   f"switched off, which these two runs cannot tell)")
         if ignored:
             message += (f", nor can it be told for {_short(ignored)}, excluded because the job ignored "
                         f"{'its' if len(ignored) == 1 else 'their'} switch")
