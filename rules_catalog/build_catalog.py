@@ -163,6 +163,12 @@ def build() -> dict:
         if rule["builtin_switch"] == "off" and default != "off":
             raise ValueError(f"{name}: built-in Switch=off but default {default}")
         rules.append(rule)
+    # a spelling no pass has answers "can it be switched off?" as the pass it spells does (switching the
+    # spelling itself off does nothing either way; cfg check says so)
+    by_name = {r["name"]: r for r in rules}
+    for rule in rules:
+        if rule["spelling_of"] in by_name:
+            rule["can_disable"] = by_name[rule["spelling_of"]]["can_disable"]
     return {
         "version": 1,
         "source": "rules_catalog/rules_catalog_raw.tsv",

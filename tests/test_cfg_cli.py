@@ -212,3 +212,15 @@ def test_effective_and_diff_warn_about_what_cann_would_not_read(tmp_path, capsys
         assert f"warning: {commented}:3:52: trailing comma: CANN's JSON parser rejects this" in err
     rc, _, err = run(capsys, "cfg", "effective", str(clean))
     assert rc == 0 and "warning" not in err
+
+
+def test_a_spelling_of_a_forbidden_close_pass_points_at_the_pass_that_can_be_switched_off(capsys, tmp_path):
+    f = tmp_path / "g.cfg"
+    assert main(["cfg", "off", "GlobalAvgPoolPass", "--out", str(f)]) == 0
+    assert "GlobalAvgPoolPass is a listing spelling of Globalavgpoolpass: no pass has this exact name" in \
+        capsys.readouterr().err
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    [problem] = json.loads(out)["problems"]
+    assert rc == 1 and problem["code"] == "spelling"
+    assert problem["message"].endswith("this entry does nothing ('Globalavgpoolpass' is forbidden-close (CANN always "
+                                       "runs it); 'GlobalavgpoolPass' is another pass, which can be switched off)")

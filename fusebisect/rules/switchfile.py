@@ -839,12 +839,21 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[
                            " (fine for a custom or newer pass; check the spelling)"))
                 continue
             if entry.spelling_of:
+                real = catalog.rules.get(entry.spelling_of)
+                if real is not None and not real.can_disable:   # then naming it right does nothing either
+                    others = [n for n in catalog.case_matches(real.name)
+                              if n != name and catalog.rules[n].can_disable and not catalog.rules[n].spelling_of]
+                    fix = (f"{real.name!r} is forbidden-close (CANN always runs it)"
+                           + (f"; {', '.join(repr(n) for n in others)} is another pass, which can be switched off"
+                              if others else ""))
+                else:
+                    fix = f"use {entry.spelling_of!r}"
                 add("warning", "spelling", f"{label}: {name!r} is a listing spelling of {entry.spelling_of!r}; no "
-                    f"pass has this exact name, so this entry does nothing (use {entry.spelling_of!r})")
+                    f"pass has this exact name, so this entry does nothing ({fix})")
             if not cfg.legacy and entry.kind in KINDS and entry.kind != sec:
                 add("warning", "wrong-section", f"{label}: {name} is a {entry.kind} rule; in {sec} it does nothing "
                     f"(move it to Switch.{entry.kind})")
-            if value == "off" and not entry.can_disable:
+            if value == "off" and not entry.can_disable and not entry.spelling_of:
                 add("warning", "cannot-disable", f"{label}: {name} is forbidden-close: CANN always runs it, so "
                     "\"off\" does nothing")
             siblings = catalog.case_matches(name)
