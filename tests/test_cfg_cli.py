@@ -224,3 +224,12 @@ def test_a_spelling_of_a_forbidden_close_pass_points_at_the_pass_that_can_be_swi
     assert rc == 1 and problem["code"] == "spelling"
     assert problem["message"].endswith("this entry does nothing ('Globalavgpoolpass' is forbidden-close (CANN always "
                                        "runs it); 'GlobalavgpoolPass' is another pass, which can be switched off)")
+
+
+def test_rules_list_in_a_pipe_keeps_every_row_on_one_whole_line(capsys):
+    rc, out, _ = run(capsys, "rules", "list", "--kind", "ub", "--search", "conv")
+    row = next(ln for ln in out.splitlines() if "TbeStridereadConvDequantStridewriteFusionPass" in ln)
+    assert rc == 0 and row.split("│")[0].strip() == "TbeStridereadConvDequantStridewriteFusionPass"
+    assert [c.strip() for c in row.split("│")[1:4]] == ["UBFusion", "on", "yes"]
+    row = next(ln for ln in run(capsys, "rules", "list")[1].splitlines() if ln.startswith(" PackFusionPass "))
+    assert [c.strip() for c in row.split("│")[1:4]] == ["GraphFusion", "on", "no"]   # grep sees it forbidden-close

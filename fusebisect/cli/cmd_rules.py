@@ -38,17 +38,24 @@ Example: fusebisect rules list --kind ub --search conv
         from rich.table import Table
 
         table = Table(show_edge=False)
-        table.add_column("name", no_wrap=True)
-        for col, width in (("kind", 11), ("default", 7), ("can disable", 11)):
-            table.add_column(col, no_wrap=True, min_width=width)
         console = common.out()
-        name_width = max((len(r.name) for r in found), default=4)
-        # the short columns keep their width; the description gets what is left of the terminal
-        room = max(0, console.width - name_width - 11 - 7 - 11 - 14)
-        table.add_column("description", overflow="ellipsis", no_wrap=True, max_width=max(room, 1))
+        short = 11 + 7 + 11 + 14   # the short columns (kept whole: `rules list | grep` must see them) and padding
+        longest = max((len(r.name) for r in found), default=4)
+        # in a pipe, whole lines (grep sees a rule with all its columns); in a terminal, a long name wraps rather
+        # than being cut or squeezing the short columns away
+        width = console.width if console.is_terminal else longest + short + 120
+        console = common.out(width)
+        name_width = min(longest, max(12, width - short))
+        table.add_column("name", overflow="fold", max_width=name_width)
+        for col, col_width in (("kind", 11), ("default", 7), ("can disable", 11)):
+            table.add_column(col, no_wrap=True, min_width=col_width)
+        # the description gets what is left of the terminal
+        room = max(0, width - name_width - short)
+        if room >= 8:   # else no description column (`rules show NAME` has it)
+            table.add_column("description", overflow="ellipsis", no_wrap=True, max_width=room)
         for r in found:
             desc = r.description if len(r.description) <= room else r.description[:max(room - 3, 0)] + "..."
-            table.add_row(r.name, r.kind, r.default, "yes" if r.can_disable else "no", desc if room >= 8 else "")
+            table.add_row(r.name, r.kind, r.default, "yes" if r.can_disable else "no", *([desc] if room >= 8 else []))
         console.print(table)
         common.log(f"{len(found)} rules")
 

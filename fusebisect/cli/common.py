@@ -28,14 +28,15 @@ class GlobalState:
 state = GlobalState()
 
 
-def _console(stream) -> Console:
+def _console(stream, width: int | None = None) -> Console:
     return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")) or None, soft_wrap=False,
-                   highlight=False)
+                   highlight=False, width=width)
 
 
-def out() -> Console:
-    """The console for results (stdout). Created per call so tests capturing sys.stdout see the output."""
-    return _console(sys.stdout)
+def out(width: int | None = None) -> Console:
+    """The console for results (stdout), ``width`` columns wide if given (else the terminal's; 80 in a pipe).
+    Created per call so tests capturing sys.stdout see the output."""
+    return _console(sys.stdout, width)
 
 
 def err() -> Console:
