@@ -213,13 +213,32 @@ def test_cli_inspect_graph_op_json(tmp_path, capsys):
                    "pass_names": ["ConvBatchnormFusionPass"], "ub_pass_name": "AutomaticUbFusion",
                    "original_op_names": [], "inputs": [],
                    "outputs": [{"index": 0, "origin_name": "layer1/conv.fused", "origin_output_index": None,
-                                "origin_format": None, "origin_shape": None}]}
+                                "origin_format": None, "origin_shape": None}], "also_in": []}
     # the dump-file spelling of the name finds the op too
     assert main(["inspect", "graph", str(g), "--op", "layer1_conv_fused", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["name"] == "layer1/conv.fused"
     assert main(["inspect", "graph", str(g), "--op", "layer1/conv.fused"]) == 0
     out = capsys.readouterr().out
     assert "ConvBatchnormFusionPass" in out and "AutomaticUbFusion" in out
+
+
+def test_cli_inspect_graph_finds_dump_spellings_and_every_op_of_a_name(tmp_path, capsys):
+    m = ge_ir_pb2.ModelDef(name="net")
+    main_graph = m.graph.add(name="main")
+    main_graph.op.add(name="layer 1\\conv.0[x]", type="Conv2D", id=1)
+    for sub, typ in (("body", "MatMulV2"), ("cond", "Less")):
+        m.graph.add(name=sub).op.add(name="cell", type=typ, id=1)
+    g = tmp_path / "g.txt"
+    g.write_text(model_def_to_text(m))
+    # a dump file writes '.', '/', '\\' and spaces as '_'
+    assert main(["inspect", "graph", str(g), "--op", "layer_1_conv_0[x]"]) == 0
+    assert "layer 1\\conv.0[x]  type Conv2D" in capsys.readouterr().out   # printed as it is, not as markup
+    assert main(["inspect", "graph", str(g), "--op", "cell", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["also_in"] == ["cond"]
+    assert main(["inspect", "graph", str(g), "--op", "cell"]) == 0
+    captured = capsys.readouterr()
+    assert "type MatMulV2" in captured.out and "type Less" in captured.out
+    assert "2 ops are named cell, in graphs body, cond" in captured.err
 
 
 def test_cli_inspect_graph_unknown_op_suggests(tmp_path, capsys):

@@ -47,12 +47,15 @@ def op_json(op) -> dict:
 
 
 def _mangle(name: str) -> str:
-    return name.replace("/", "_").replace(".", "_")
+    """An op name as dump file names write it: '.', '/', '\\' and spaces become '_'."""
+    for ch in "./\\ ":
+        name = name.replace(ch, "_")
+    return name
 
 
 def find_op(graph, name: str):
-    """Return (op or None, suggestions): exact name, else the one op whose dump-file spelling ('/' and '.' as
-    '_') equals ``name``; suggestions are close or containing names."""
+    """Return (op or None, suggestions): exact name, else the one op whose dump-file spelling ('.', '/', '\\'
+    and spaces as '_') equals ``name``; suggestions are close or containing names."""
     op = graph.op(name)
     if op is not None:
         return op, []
@@ -70,9 +73,11 @@ def find_op(graph, name: str):
 def _render_op(op) -> None:
     from rich.table import Table
 
+    from rich.markup import escape
+
     console = common.out()
-    console.print(f"[bold]{op.name}[/bold]  type {op.type}  id {op.id if op.id is not None else '-'}  "
-                  f"graph {op.graph}")
+    console.print(f"[bold]{escape(op.name)}[/bold]  type {escape(op.type)}  id {op.id if op.id is not None else '-'}  "
+                  f"graph {escape(str(op.graph))}")
     console.print(f"  graph-fusion passes : {', '.join(op.pass_names) or '-'}")
     console.print(f"  UB-fusion pass      : {op.ub_pass_name or '-'}")
     if op.fusion_scope is not None:
@@ -145,11 +150,15 @@ def register(app: typer.Typer) -> None:
                     common.print_json({"name": op, "found": False, "suggestions": hints})
                 raise typer.Exit(1)
             if found.name != op:
-                common.log(f"{op} matched op {found.name} ('/' and '.' written as '_')")
+                common.log(f"{op} matched op {found.name} (a dump file name writes '.', '/', '\\' and spaces as '_')")
+            same = [o for o in graph.ops if o.name == found.name]
             if json_out:
-                common.print_json(op_json(found))
+                common.print_json({**op_json(found), "also_in": [o.graph for o in same if o is not found]})
             else:
-                _render_op(found)
+                for o in same:   # one name in several subgraphs (a loop's body and cond): each is its own op
+                    _render_op(o)
+                if len(same) > 1:
+                    common.log(f"{len(same)} ops are named {found.name}, in graphs {', '.join(o.graph for o in same)}")
             return
         ops = [o for o in graph.ops if o.is_fused] if fused else graph.ops
         n_fused = sum(1 for o in graph.ops if o.is_fused)
