@@ -402,3 +402,17 @@ def test_large_generated_graph_matches_reference(tmp_path):
         d.attr["_datadump_origin_name"].s = f"orig{i}".encode()
         d.attr["origin_shape"].list.i.extend([rng.randrange(1, 9) for _ in range(4)])
     check_same(tmp_path, model_def_to_text(m))
+
+
+@pytest.mark.parametrize("snake", [False, True])
+def test_protobufs_own_json_mapping_reads_like_the_text_format(tmp_path, snake):
+    from google.protobuf import json_format
+
+    model = sample_model()
+    text, js = tmp_path / "g.txt", tmp_path / "g.json"
+    text.write_text(model_def_to_text(model))
+    js.write_text(json_format.MessageToJson(model, preserving_proto_field_name=snake))   # bytes as base64
+    want, got = load_graph(text).ops, load_graph(js).ops
+    assert [(o.name, o.pass_names, o.ub_pass_name, o.original_op_names, o.outputs) for o in got] == \
+        [(o.name, o.pass_names, o.ub_pass_name, o.original_op_names, o.outputs) for o in want]
+    assert any(o.pass_names for o in got)

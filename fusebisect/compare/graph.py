@@ -269,6 +269,51 @@ def _json_attrs(attr, keys, path) -> dict[str, dict]:
     return out
 
 
+def _is_proto_json(obj) -> bool:
+    """True for protobuf's own JSON mapping of a ModelDef (json_format), whose bytes fields (attr ``s``) are
+    base64, unlike atc's JSON: attr maps as objects whose strings all read as base64 of text."""
+    import base64
+    import binascii
+
+    graphs = obj.get("graph") if isinstance(obj, dict) else None
+    graphs = [graphs] if isinstance(graphs, dict) else graphs if isinstance(graphs, list) else []
+    ops = [o for g in graphs[:4] if isinstance(g, dict) and isinstance(g.get("op"), list) for o in g["op"][:64]]
+    strings: list[str] = []
+    for o in ops:
+        attr = o.get("attr") if isinstance(o, dict) else None
+        if not isinstance(attr, dict):
+            continue
+        for value in attr.values():
+            if isinstance(value, dict):
+                s = value.get("s")
+                lst = value.get("list")
+                strings += [s] if isinstance(s, str) else []
+                strings += [x for x in (lst.get("s") or []) if isinstance(x, str)] if isinstance(lst, dict) else []
+    if not strings:
+        return False
+    for text in strings[:64]:   # a name such as "GeluFusionPass" decodes to bytes that are not text
+        try:
+            decoded = base64.b64decode(text, validate=True)
+            if not decoded.decode("utf-8").isprintable():
+                return False
+        except (binascii.Error, ValueError):
+            return False
+    return True
+
+
+def _proto_json_graphs(obj, text: str, path) -> list[RawGraph]:
+    from google.protobuf import json_format
+
+    from fusebisect.proto import ge_ir_pb2
+
+    model = ge_ir_pb2.ModelDef()
+    try:
+        json_format.Parse(text, model, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise GraphFormatError(f"not a ge.proto.ModelDef in protobuf's JSON mapping: {exc}", path=path) from None
+    return raw_graphs_from_proto(model)
+
+
 def _raw_graphs_from_json(obj, path) -> list[RawGraph]:
     from fusebisect.compare.pbtext import DESC_ATTR_KEYS, OP_ATTR_KEYS
 
@@ -401,7 +446,7 @@ def parse_graph_bytes(data: bytes, path=None) -> list[RawGraph]:
         except json.JSONDecodeError as exc:
             raise GraphFormatError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
                                    path=path) from None
-        graphs = _raw_graphs_from_json(obj, path)
+        graphs = _proto_json_graphs(obj, text, path) if _is_proto_json(obj) else _raw_graphs_from_json(obj, path)
     elif _looks_binary(data):
         graphs = _parse_binary(data, path)
     else:
