@@ -65,6 +65,9 @@ def test_demo_picks_only_faults_the_job_shows_and_judges_interactions_fairly():
     assert "wrong" in demo_verdict("LogSoftmaxFusionPass", [{"rules": ["SoftmaxFusionPass"]}])
     assert "wrong" in demo_verdict("GeluFusionPass", [{"rules": ["GeluFusionPass"]}, {"rules": ["MulAddFusionPass"]}])
     assert "wrong" in demo_verdict("GeluFusionPass", [])
+    # naming nothing is right when the job cannot show the fault
+    assert "correct" in demo_verdict("MulSquareFusionPass", [], shows=False)
+    assert "wrong" in demo_verdict("MulSquareFusionPass", [{"rules": ["GeluFusionPass"]}], shows=False)
 
 
 def test_demo_rejects_a_rule_it_cannot_use(capsys):

@@ -75,10 +75,13 @@ def choose_faulty(usable: list[str], seed: int | None, steps: int) -> str:
     return next((r for r in order if fault_shows(r, steps)), order[0])
 
 
-def demo_verdict(faulty: str, culprits: list[dict]) -> str:
+def demo_verdict(faulty: str, culprits: list[dict], *, shows: bool = True) -> str:
     """The demo's verdict on the culprit sets named: the faulty rule alone is correct; so is the faulty rule in
-    one interaction set (the rules it needs on to take effect, e.g. a pass that fuses what another pass built)."""
+    one interaction set (the rules it needs on to take effect, e.g. a pass that fuses what another pass built);
+    and so is naming nothing when the fault does not show in this job (``shows`` False)."""
     sets = [list(c.get("rules", [])) for c in culprits]
+    if not sets and not shows:
+        return "[green]correct[/green] (the fault does not change this job: there was nothing to find)"
     if sets == [[faulty]]:
         return "[green]correct[/green]"
     if len(sets) == 1 and faulty in sets[0]:
@@ -131,7 +134,8 @@ def register(app: typer.Typer) -> None:
 
             why = "is not simulated" if faulty not in RULES else "cannot be switched off or is off by default"
             raise UsageError(f"--faulty {faulty}: {why}; choose one of {', '.join(usable)}")
-        elif not fault_shows(faulty, steps):
+        shows = fault_shows(faulty, steps)
+        if not shows:
             common.log(f"[yellow]warning:[/yellow] the fault of {faulty} does not change this simulated job's loss: "
                        "there is nothing to find (expect not_reproduced)", markup=True)
         from rich.markup import escape
@@ -153,11 +157,12 @@ def register(app: typer.Typer) -> None:
                 culprits = res.run_json.get("culprits", [])
                 found = [r for c in culprits for r in c.get("rules", [])]
                 common.out().print(f"demo: the faulty rule was {faulty}; fusebisect named "
-                                   f"{', '.join(found) or 'nothing'}: {demo_verdict(faulty, culprits)}")
+                                   f"{', '.join(found) or 'nothing'}: {demo_verdict(faulty, culprits, shows=shows)}")
                 if keep:
                     common.out().print(f"reports: {html_path} and {md_path}", soft_wrap=True)
                 else:
-                    common.out().print("(use --workdir DIR to keep the journal and the HTML/Markdown reports)")
+                    common.out().print("(the paths above are in a temporary workdir, deleted now: use --workdir DIR "
+                                       "to keep the journal, the production file and the HTML/Markdown reports)")
             raise typer.Exit(res.exit_code)
         finally:
             if not keep:
