@@ -220,3 +220,18 @@ def test_a_job_that_starts_failing_after_the_gates_is_not_every_rule_found(capsy
     assert j["verify"]["outcome"] == "bad" and j["verify"]["trial_dir"].endswith(
         next(t["trial_dir"] for t in j["trials"] if t.get("final")).rsplit("/", 1)[1])
     assert "the job is still BAD with" in j["message"]
+
+
+def test_an_interaction_that_is_a_dependency_says_which_member_needs_the_other(capsys, tmp_path):
+    # LogSoftmaxFusionPass fuses what SoftmaxFusionPass built: the symptom needs both on, so they are one set,
+    # and the runs' fired rules show LogSoftmaxFusionPass never fired with SoftmaxFusionPass off
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", *SIM,
+                      "--steps", "2", "--faulty", "LogSoftmaxFusionPass")
+    assert rc == 0, err
+    [culprit] = j["culprits"]
+    assert sorted(culprit["rules"]) == ["LogSoftmaxFusionPass", "SoftmaxFusionPass"]
+    assert culprit["depends_on"] == {"LogSoftmaxFusionPass": ["SoftmaxFusionPass"]}
+    main(["report", str(tmp_path / "w")])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("LogSoftmaxFusionPass fired only with SoftmaxFusionPass on: the likelier culprit; turning "
+            "LogSoftmaxFusionPass off alone may be enough (keeps SoftmaxFusionPass)") in out

@@ -39,6 +39,29 @@ def repro_argv(session: "Session", off: frozenset[str], side: str) -> list[str]:
     return ["env", *(f"{k}={v}" for k, v in env.items()), *substitute(session.opts.command, paths)]
 
 
+def _dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:
+    """For an interaction set: {member: [members it fired only with]}, from the runs' fired-rule evidence. A
+    member that never fired in a run with another member off (and did fire with it on) needs that one's fusion
+    to take effect, like a pass fusing what another pass built: the pair is then a dependency, and turning the
+    dependent member off alone may be enough."""
+    fired = {rec.index: session.fired_in(rec.paths) for rec in session.records if rec.outcome in ("good", "bad")}
+    out: dict[str, list[str]] = {}
+    for m in rules:
+        needs = []
+        for p in rules:
+            if p == m:
+                continue
+            without = [fired[r.index] for r in session.records if r.index in fired and fired[r.index]
+                       and p in r.off and m not in r.off]
+            with_p = [fired[r.index] for r in session.records if r.index in fired and fired[r.index]
+                      and p not in r.off and m not in r.off]
+            if without and not any(m in f for f in without) and any(m in f for f in with_p):
+                needs.append(p)
+        if needs:
+            out[m] = needs
+    return out
+
+
 def _metric(value: float | None):
     if value is None:
         return None
@@ -91,8 +114,11 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
             ops: list[str] = []
             for rule in c.rules:
                 ops.extend(o for o in fused_ops_of(graph, rule) if o not in ops)
-            culprits.append({"rules": list(c.rules), "confidence": round(float(c.confidence), 4),
-                             "direction": getattr(c, "direction", "on"), "fused_ops": ops})
+            entry = {"rules": list(c.rules), "confidence": round(float(c.confidence), 4),
+                     "direction": getattr(c, "direction", "on"), "fused_ops": ops}
+            if len(c.rules) > 1 and entry["direction"] == "on":
+                entry["depends_on"] = _dependencies(session, list(c.rules))
+            culprits.append(entry)
     repro = None
     if result is not None and result.boundary is not None:
         # each side only when that configuration was observed so: a GOOD side that was never seen GOOD (the
@@ -144,6 +170,9 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             shown = ", ".join(c["fused_ops"][:8]) + (f" (+{len(c['fused_ops']) - 8} more)"
                                                      if len(c["fused_ops"]) > 8 else "")
             console.print(f"    fused ops it touched: {shown}")
+        for rule, needs in (c.get("depends_on") or {}).items():
+            console.print(f"    {rule} fired only with {' and '.join(needs)} on: the likelier culprit; turning "
+                          f"{rule} off alone may be enough (keeps {', '.join(needs)})")
     if j["status"] in ("not_reproduced", "not_fusion"):
         # the numbers behind a stop at the gates: every run of the baseline and of the all-off reference
         for t in j["trials"]:
