@@ -231,6 +231,11 @@ def test_an_interaction_that_is_a_dependency_says_which_member_needs_the_other(c
     [culprit] = j["culprits"]
     assert sorted(culprit["rules"]) == ["LogSoftmaxFusionPass", "SoftmaxFusionPass"]
     assert culprit["depends_on"] == {"LogSoftmaxFusionPass": ["SoftmaxFusionPass"]}
+    # the production file keeps SoftmaxFusionPass's fusion: turning off the dependent member alone, verified
+    cfg = json.loads((tmp_path / "w" / "fusion_switch.cfg").read_text())
+    assert cfg == {"Switch": {"GraphFusion": {"LogSoftmaxFusionPass": "off"}}}
+    assert j["verify"]["outcome"] == "good"
+    assert next(t for t in j["trials"] if t["index"] == j["executions"])["config_off"] == ["LogSoftmaxFusionPass"]
     main(["report", str(tmp_path / "w")])
     out = " ".join(capsys.readouterr().out.split())
     assert ("LogSoftmaxFusionPass fired only with SoftmaxFusionPass on: the likelier culprit; turning "

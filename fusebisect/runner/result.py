@@ -39,7 +39,7 @@ def repro_argv(session: "Session", off: frozenset[str], side: str) -> list[str]:
     return ["env", *(f"{k}={v}" for k, v in env.items()), *substitute(session.opts.command, paths)]
 
 
-def _dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:
+def dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:
     """For an interaction set: {member: [members it fired only with]}, from the runs' fired-rule evidence. A
     member that never fired in a run with another member off (and did fire with it on) needs that one's fusion
     to take effect, like a pass fusing what another pass built: the pair is then a dependency, and turning the
@@ -117,7 +117,7 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
             entry = {"rules": list(c.rules), "confidence": round(float(c.confidence), 4),
                      "direction": getattr(c, "direction", "on"), "fused_ops": ops}
             if len(c.rules) > 1 and entry["direction"] == "on":
-                entry["depends_on"] = _dependencies(session, list(c.rules))
+                entry["depends_on"] = dependencies(session, list(c.rules))
             culprits.append(entry)
     repro = None
     if result is not None and result.boundary is not None:

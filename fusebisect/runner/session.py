@@ -346,6 +346,7 @@ class Session:
         self.slots: list[str | None] = validation.device_slots(opts, self.env)
         self.rule_names = validation.candidate_rules(opts, self.catalog)  # --rules, else None
         self.journal_workers = opts.workers   # the --jobs of the run that started the journal (set by _load)
+        self.production_off: frozenset[str] | None = None   # a verified production OFF-set other than the culprits
         validation.check_paths(opts, self.workdir)
         for flag, argv in (("", opts.command), ("--check: ", self.judge.check)):
             problem = validation.program_problem(argv[0], env=self.env, cwd=cwd) if argv else None
@@ -993,10 +994,36 @@ class Session:
 
     def production_config(self, result):
         """Return (off, on, SwitchConfig) of the production switch file: 'on'-direction culprits off,
-        'off'-direction culprits (bad while turned off) explicitly on."""
+        'off'-direction culprits (bad while turned off) explicitly on; once :meth:`_production` verified it, an
+        interaction set that is a dependency turns off only its dependent member."""
         off = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "on" for r in c.rules)
         on = frozenset(r for c in result.culprits if getattr(c, "direction", "on") == "off" for r in c.rules)
+        if self.production_off is not None:
+            off = self.production_off
         return off, on, self.switch_config(off, on)
+
+    def _fewer_off(self, result) -> tuple[frozenset[str], list[str], list[str]] | None:
+        """The production OFF-set keeping on the members an interaction set's dependent member needs (a pass
+        fusing what another built: turning the dependent one off removes the set's fusion and keeps the
+        other's), with the rules kept on and the dependent members; None when no set is such a dependency."""
+        from fusebisect.runner.result import dependencies
+
+        off: set[str] = set()
+        kept: list[str] = []
+        dependents: list[str] = []
+        for c in result.culprits:
+            if getattr(c, "direction", "on") != "on":
+                continue
+            rules = list(c.rules)
+            deps = dependencies(self, rules) if len(rules) > 1 else {}
+            dependent = [m for m, needs in deps.items() if set(needs) == set(rules) - {m}]
+            if len(dependent) == 1:
+                off.add(dependent[0])
+                dependents.append(dependent[0])
+                kept += [r for r in rules if r != dependent[0]]
+            else:
+                off.update(rules)
+        return (frozenset(off), kept, dependents) if kept else None
 
     def observed(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> TrialRecord | None:
         """The verdict observed for one configuration: the last of its runs whose outcome (GOOD or BAD) is the
@@ -1119,6 +1146,22 @@ class Session:
         from fusebisect.rules.switchfile import next_backup_path, render_switch, write_switch_file
 
         off, on, cfg = self.production_config(result)
+        fewer = self._fewer_off(result) if self.opts.verify and not on else None
+        if fewer is not None:
+            # one more verification run, when the budget allows it, for a file that keeps those fusions on
+            seen = self.observed(fewer[0])
+            if seen is None and not (self.budget_left() is not None and self.budget_left() < 1):
+                self.progress.log(f"verifying a production file that keeps {', '.join(fewer[1])} on")
+                seen = self.run_one(fewer[0], "verify", final=True)
+            if seen is not None and seen.outcome == GOOD:
+                self.production_off = fewer[0]
+                off, on, cfg = self.production_config(result)
+                self.notes.append(f"the production switch file keeps {', '.join(fewer[1])} on: "
+                                  f"{', '.join(fewer[2])} fired only with {'it' if len(fewer[1]) == 1 else 'them'} "
+                                  f"on, and run {seen.index} with only {', '.join(fewer[2])} off was GOOD")
+            elif seen is not None:
+                self.notes.append(f"keeping {', '.join(fewer[1])} on was not enough (run {seen.index} "
+                                  f"{seen.outcome.upper()}): the production switch file turns off the whole set")
         target = Path(self.opts.output) if self.opts.output else self.workdir / "fusion_switch.cfg"
         target = target.absolute()
         if target.exists() and not target.is_dir():
