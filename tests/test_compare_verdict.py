@@ -273,3 +273,25 @@ def test_the_msaccucmp_engine_names_the_cann_library_binary_dumps_need(tmp_path,
                "--golden-graph", str(unfused / "graph"), "--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)])
     err = " ".join(capsys.readouterr().err.split())
     assert rc == 2 and "msaccucmp could not read the dumps: Failed to load libascend_dump_parser.so" in err
+
+
+def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, capsys):
+    """Iterations (and devices) hold different data: an op missing from the latest iteration must not be taken
+    from an older one, which would be a divergence that is not there."""
+    def leaf(side, device, iteration):
+        return tmp_path / side / "20260101000000" / str(device) / "net" / "1" / str(iteration)
+
+    for side in ("my", "gold"):
+        for device in (0, 1):
+            for it, ops in ((0, ("a", "b")), (5, ("a",) if side == "my" else ("a", "b"))):
+                for k, op in enumerate(ops):
+                    data = X * (1 + it) + device   # another step, another device: other values
+                    _dump(leaf(side, device, it), op, data, k + 10 * it)
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold")
+    assert report.first_divergence is None
+    assert {r.tensor for r in report.rows if r.compared} == {"a:input:0", "a:output:0"}
+    assert report.notes[0] == (f"my dumps in {tmp_path / 'my'} hold devices 0, 1; iterations 0, 5: compared device "
+                               "0, iteration 5 only (give a leaf directory to choose another)")
+    # a leaf given: that leaf, no note
+    report = compare_dumps(leaf("my", 1, 0), leaf("gold", 1, 0))
+    assert report.first_divergence is None and not report.notes and sum(r.compared for r in report.rows) == 4

@@ -125,7 +125,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
-    from fusebisect.compare.tree import is_golden_dir, scan_dumps, scan_golden
+    from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps, scan_golden
 
     algorithms = normalize_algorithms(algorithms)
     my_path, golden_path = Path(my), Path(golden)
@@ -135,19 +135,22 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise UsageError(f"{golden_path}: no such golden location")
     my_tree = scan_dumps(my_path)
     with_graph = my_graph is not None
+    golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
+    golden_tree = None if golden_npy else scan_dumps(golden_path)
+    my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree)
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:
         raise DumpFormatError(f"no op dump files found in {my_path}")
-    golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
-    if golden_npy:
+    if golden_tree is None:
         golden_index = mp.index_golden(scan_golden(golden_path))
     else:
-        golden_index = mp.index_tree(scan_dumps(golden_path), graph=with_graph, direct=ffts_direct)
+        golden_index = mp.index_tree(golden_tree, graph=with_graph, direct=ffts_direct)
         if not golden_index.files:
             raise DumpFormatError(f"no op dump files and no golden .npy files found in {golden_path}")
     my_g = _load_graph(my_graph)
     golden_g = _load_graph(golden_graph)
     ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
+    ctx.notes.extend(leaf_notes)
     ctx.my_address = not _dir_has_npy(my_path)
     ctx.golden_address = not golden_npy and not _dir_has_npy(golden_path)
 

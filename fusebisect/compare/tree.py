@@ -209,6 +209,48 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
     return tree
 
 
+def _leaf_key(group: tuple) -> tuple:
+    """Sort key of a (device, model_name, model_id, iteration) group: latest iteration, then lowest device."""
+    device, _name, _mid, iteration = group
+    return (-int(iteration) if iteration is not None else 1, int(device) if device is not None else -1)
+
+
+def _describe_leaves(groups) -> str:
+    devices = sorted({g[0] for g in groups if g[0] is not None}, key=int)
+    iterations = sorted({g[3] for g in groups if g[3] is not None}, key=int)
+    parts = ([f"devices {', '.join(devices)}"] if len(devices) > 1 else []) + \
+        ([f"iterations {', '.join(iterations)}"] if len(iterations) > 1 else [])
+    return "; ".join(parts) or f"{len(groups)} leaf directories"
+
+
+def one_leaf(my: DumpTree, golden: DumpTree | None = None) -> tuple[DumpTree, DumpTree | None, list[str]]:
+    """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
+    several iterations or devices are different data, never one pool of ops (an op missing from one iteration
+    would be compared with another iteration's). The leaf kept is the latest iteration, then the lowest
+    device, among those both trees have (matched by device and iteration: model ids differ between runs);
+    returns the trees and a note per tree that held more than one leaf."""
+    trees = [t for t in (my, golden) if t is not None]
+    grouped = [t.groups() for t in trees]
+    if all(len(g) <= 1 for g in grouped):
+        return my, golden, []
+    keys = [{(g[0], g[3]): g for g in groups} for groups in grouped]
+    common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
+    notes: list[str] = []
+    out: list[DumpTree] = []
+    for tree, groups, by_key, side in zip(trees, grouped, keys, ("my", "golden")):
+        if len(groups) <= 1:
+            out.append(tree)
+            continue
+        pool = [by_key[k] for k in common] if common else list(groups)
+        chosen = min(pool, key=_leaf_key)
+        kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
+        device, _name, _mid, iteration = chosen
+        notes.append(f"{side} dumps in {tree.root} hold {_describe_leaves(groups)}: compared device {device}, "
+                     f"iteration {iteration} only (give a leaf directory to choose another)")
+        out.append(kept)
+    return out[0], (out[1] if golden is not None else None), notes
+
+
 @dataclass
 class GoldenEntry:
     """One golden numpy file ``{op_name}.{output_index}.{timestamp}.npy``."""
