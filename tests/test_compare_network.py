@@ -179,6 +179,21 @@ def test_first_divergence_names_the_fused_op_and_its_pass(network):
     assert len(cosines) == len(report.rows)
 
 
+def test_a_graph_folder_of_a_train_and_an_eval_graph_maps_through_the_dumps_graph(network, tmp_path):
+    """The eval graph (unfused, same op names) dumped after the train graph must not stand for the fused ops."""
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    (folder / "ge_proto_00000001_graph_1_Build.txt").write_bytes((network / "fused.json").read_bytes())
+    (folder / "ge_proto_00000002_graph_2_Build.txt").write_bytes((network / "unfused.json").read_bytes())
+    report = compare_dumps(network / "my_fused", network / "golden_nano", my_graph=folder,
+                           golden_graph=network / "unfused.json")
+    assert report.first_divergence["op"] == "conv1_fused"
+    assert report.first_divergence["pass_names"] == ["ConvBatchnormFusionPass"]
+    assert report.notes == [f"{folder} holds 2 Build graphs sharing op names: the my side uses "
+                            "ge_proto_00000001_graph_1_Build.txt, which names 3 of the 3 op dumps (the others: "
+                            "ge_proto_00000002_graph_2_Build.txt)"]
+
+
 def test_jobs_give_the_same_rows(network):
     one = compare_dumps(network / "my_unfused", network / "golden_npy", my_graph=network / "unfused.json")
     many = compare_dumps(network / "my_unfused", network / "golden_npy", my_graph=network / "unfused.json", jobs=4)

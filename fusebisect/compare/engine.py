@@ -102,6 +102,33 @@ def _load_graph(graph):
     return load_graph(graph)
 
 
+def _graph_for(graph, dumped, side: str, notes: list[str]):
+    """The graph of one side. A directory of several Build graphs is merged (a job's graph_1, graph_2, ...),
+    except when they share op names (a train and an eval graph, or a recompile): merged, the later one would
+    stand for ops of the other. Then the one graph that holds the most of ``dumped`` (the dump files' op
+    names) is used, with a note."""
+    if graph is None or hasattr(graph, "ops") or not Path(graph).is_dir():
+        return _load_graph(graph)
+    from fusebisect.compare.graph import find_build_graphs, load_graph
+
+    merged = load_graph(graph)
+    files = find_build_graphs(graph)
+    if len(files) < 2:
+        return merged
+    each = [(f, load_graph(f)) for f in files]
+    names = [{mp.lookup_name(o.name) for o in g.ops} for _f, g in each]
+    if sum(map(len, names)) == len(set().union(*names)):
+        return merged   # no op name in two graphs: they are parts of one job
+    covered = [len(n & dumped) for n in names]
+    best = max(range(len(each)), key=lambda i: (covered[i], i))   # the later file on a tie (a recompile)
+    if covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
+        return merged
+    notes.append(f"{graph} holds {len(files)} Build graphs sharing op names: the {side} side uses "
+                 f"{each[best][0].name}, which names {covered[best]} of the {len(dumped)} op dumps (the others: "
+                 f"{', '.join(f.name for i, (f, _g) in enumerate(each) if i != best)})")
+    return each[best][1]
+
+
 def _dir_has_npy(path: Path) -> bool:
     if path.is_file():
         return path.name.endswith(".npy")
@@ -147,10 +174,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         golden_index = mp.index_tree(golden_tree, graph=with_graph, direct=ffts_direct)
         if not golden_index.files:
             raise DumpFormatError(f"no op dump files and no golden .npy files found in {golden_path}")
-    my_g = _load_graph(my_graph)
-    golden_g = _load_graph(golden_graph)
+    graph_notes: list[str] = []
+    my_g = _graph_for(my_graph, set(my_index.files), "my", graph_notes)
+    golden_g = _graph_for(golden_graph, set(golden_index.files), "golden", graph_notes)
     ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
-    ctx.notes.extend(leaf_notes)
+    ctx.notes.extend(leaf_notes + graph_notes)
     ctx.my_address = not _dir_has_npy(my_path)
     ctx.golden_address = not golden_npy and not _dir_has_npy(golden_path)
 
