@@ -295,3 +295,23 @@ def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, cap
     # a leaf given: that leaf, no note
     report = compare_dumps(leaf("my", 1, 0), leaf("gold", 1, 0))
     assert report.first_divergence is None and not report.notes and sum(r.compared for r in report.rows) == 4
+
+
+def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):
+    """A loss is a scalar: its cosine is 1 whatever the values (msaccucmp: "This tensor is scalar."), so the
+    verdict takes its relative error against 1 - --cosine (1 % by default)."""
+    def pair(name, mine, golden):
+        my, gold = tmp_path / name / "my", tmp_path / name / "gold"
+        _dump(my, "loss", np.array(mine, np.float32))
+        _dump(gold, "loss", np.array(golden, np.float32))
+        return compare_dumps(my, gold)
+
+    far = pair("far", [1.367], [1.458])
+    [row] = [r for r in far.rows if r.tensor == "loss:output:0"]
+    assert row.cosine == 1.0 and row.scalar_relative_error == pytest.approx(0.0624, abs=1e-4)
+    assert far.first_divergence["tensor"] == "loss:output:0"
+    assert far.first_divergence["note"].startswith("a scalar: relative error 0.0624")
+    assert pair("near", [1.4575], [1.458]).first_divergence is None   # 0.03 %
+    assert pair("zero", [0.0], [0.0]).first_divergence is None
+    assert main(["compare", str(tmp_path / "near" / "my"), str(tmp_path / "near" / "gold"), "--cosine",
+                 "0.9999"]) == 1   # 1 - 0.9999 = 0.01 % < 0.03 %

@@ -55,6 +55,7 @@ class CompareRow:
     finite_cosine: float | None = None    # when msaccucmp's cosine is NaN for finite reasons: see _count_nonfinite
     finite_max_abs_error: float | None = None
     note: str = ""                  # what the NaN metrics mean, for people ('' when none are NaN)
+    scalar_relative_error: float | None = None   # |mine - golden| / |golden| of a one-element tensor
 
     @property
     def cosine(self) -> float | None:
@@ -285,9 +286,13 @@ def _identity_rule(rule: mp.FusionRule) -> mp.FusionRule:
 
 def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float | None = None) -> bool:
     """True when the row's cosine is below ``cosine``, its max abs error above ``max_abs_error``, or my tensor has
-    NaN/Inf where the golden is finite (its cosine is then NaN: no threshold would catch it)."""
+    NaN/Inf where the golden is finite (its cosine is then NaN: no threshold would catch it). A scalar, whose
+    cosine is always 1, diverges when its relative error exceeds ``1 - cosine`` (1 % by default)."""
     if row.nonfinite:
         return True
+    if row.scalar_relative_error is not None:   # its cosine says nothing: 1 - cosine bounds the relative error
+        return row.scalar_relative_error > 1 - cosine or (max_abs_error is not None and row.max_abs_error is not None
+                                                          and row.max_abs_error > max_abs_error)
     if row.finite_cosine is not None:   # msaccucmp's cosine is NaN (same NaN/Inf, or one side all zero)
         return row.finite_cosine < cosine or (max_abs_error is not None and row.finite_max_abs_error > max_abs_error)
     cos = row.cosine
@@ -370,7 +375,7 @@ class _Pending:
             return
         _fill(row, on_error, lambda: compare_arrays(x, y, self.algorithms, shape=shape, my_name=my_name,
                                                     golden_name=golden_name))
-        _count_nonfinite(row, x, y)
+        _judge_values(row, x, y)
 
     def flush(self) -> None:
         """Compare every queued pair and fill its row."""
@@ -384,12 +389,24 @@ class _Pending:
             for (x, y, shape, my_name, golden_name), (row, on_error) in zip(items, targets):
                 _fill(row, on_error, lambda: compare_arrays(x, y, self.algorithms, shape=shape, my_name=my_name,
                                                             golden_name=golden_name))
-                _count_nonfinite(row, x, y)
+                _judge_values(row, x, y)
             return
         for result, (row, _), (x, y, *_) in zip(results, targets, items):
             row.metrics = result.values
             row.fail_reason = result.fail_reason
-            _count_nonfinite(row, x, y)
+            _judge_values(row, x, y)
+
+
+def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
+    """What the verdict needs beyond msaccucmp's metrics: NaN/Inf (:func:`_count_nonfinite`) and, for a scalar
+    (a loss: its cosine is 1 whatever the values), the relative error."""
+    _count_nonfinite(row, x, y)
+    if x.size == 1 and y.size == 1 and x.dtype.kind in "fciu" and y.dtype.kind in "fciu" and not row.nonfinite:
+        a, b = complex(x.reshape(-1)[0]), complex(y.reshape(-1)[0])
+        if math.isfinite(abs(a)) and math.isfinite(abs(b)):
+            row.scalar_relative_error = abs(a - b) / abs(b) if b else (0.0 if a == b else math.inf)
+            if row.scalar_relative_error:
+                row.note = row.note or f"a scalar: relative error {row.scalar_relative_error:.6g}"
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
