@@ -315,3 +315,14 @@ def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):
     assert pair("zero", [0.0], [0.0]).first_divergence is None
     assert main(["compare", str(tmp_path / "near" / "my"), str(tmp_path / "near" / "gold"), "--cosine",
                  "0.9999"]) == 1   # 1 - 0.9999 = 0.01 % < 0.03 %
+
+
+def test_a_golden_npy_with_a_hashed_name_is_found_through_mapping_csv(tmp_path):
+    long = "b" + "x" * 40
+    _dump(tmp_path / "my", long, X)
+    gold = tmp_path / "gold"
+    gold.mkdir()
+    np.save(gold / "900001.npy", X)     # an over-long name, hashed as CANN's tools hash it
+    (gold / "mapping.csv").write_text(f"900001.npy,{long}.0.{TS}.npy\n")
+    report = compare_dumps(tmp_path / "my", gold)
+    assert report.mode == "npy_by_name" and [round(r.cosine, 6) for r in report.rows if r.compared] == [1.0]

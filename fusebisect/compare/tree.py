@@ -269,14 +269,17 @@ def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEnt
     """
     root = Path(path)
     if root.is_file():
-        candidates = [root]
+        candidates = [(root, read_mapping(root.parent).get(root.name, root.name))]
     elif root.is_dir():
-        candidates = [Path(d) / f for d, _, files in os.walk(root) for f in sorted(files)]
+        candidates = []
+        for d, _, files in os.walk(root):
+            mapping = read_mapping(Path(d)) if MAPPING_FILE in files else {}   # over-long names are hashed
+            candidates += [(Path(d) / f, mapping.get(f, f)) for f in sorted(files)]
     else:
         raise DumpFormatError("no such file or directory", path=root)
     found: dict[tuple[str, int], GoldenEntry] = {}
-    for file in candidates:
-        match = _GOLDEN_NAME.match(file.name)
+    for file, name in candidates:
+        match = _GOLDEN_NAME.match(name)
         if not match:
             continue
         entry = GoldenEntry(file, match["op"], int(match["idx"]), int(match["ts"]))
@@ -295,10 +298,9 @@ def is_golden_dir(path: str | os.PathLike[str]) -> bool:
     for dirpath, _, files in os.walk(root):
         mapping = read_mapping(Path(dirpath)) if MAPPING_FILE in files else {}
         for fname in files:
-            if fname in mapping:
-                return False
-            if _GOLDEN_NAME.match(fname):
+            name = mapping.get(fname, fname)   # a hashed file stands for its original name
+            if _GOLDEN_NAME.match(name):
                 golden = True
-            elif parse_dump_name(fname) is not None:
+            elif parse_dump_name(name) is not None:
                 return False
     return golden
