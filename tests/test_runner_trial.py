@@ -55,7 +55,7 @@ def test_env_placeholders_cwd_and_logs(tmp_path):
     assert rec["argv"] == [f"--cfg={paths.switch_file}", t, t + "/dump/x", "{not_a_placeholder}"]
     assert rec["cwd"] == str(cwd)
     # a fresh dir: only what we created before the job started
-    assert rec["listing"] == ["dump", "graph", "output.log", "stderr.log", "stdout.log"]
+    assert rec["listing"] == ["dump", "graph", "stderr.log", "stdout.log"]
     assert paths.stderr_path.read_text() == "to stderr\n"
 
 
@@ -130,46 +130,6 @@ def test_leftover_group_members_are_killed_after_a_normal_exit(tmp_path):
     result = Execution(command=[sys.executable, str(script), str(pidfile)], paths=_paths(tmp_path)).run()
     assert result.exit_code == 0
     assert _wait_gone(int(pidfile.read_text()))
-
-
-def test_output_log_keeps_the_order_lines_were_written_in_across_both_streams(tmp_path):
-    script = tmp_path / "mixed.py"
-    script.write_text(textwrap.dedent('''
-        import sys, time
-        for i in range(3):
-            print(f"step {i} loss {5 - i}", file=sys.stderr, flush=True)
-            time.sleep(0.02)
-            sys.stdout.write(f"eval {i} ")
-            sys.stdout.flush()
-            time.sleep(0.02)
-            print(f"loss {i}.5", flush=True)   # a line written in two pieces stays whole
-        sys.stdout.buffer.write(b"no newline at the end")
-    '''))
-    paths = _paths(tmp_path)
-    assert Execution(command=[sys.executable, str(script)], paths=paths).run().exit_code == 0
-    assert paths.output_path.read_text().splitlines() == [
-        "step 0 loss 5", "eval 0 loss 0.5", "step 1 loss 4", "eval 1 loss 1.5", "step 2 loss 3", "eval 2 loss 2.5",
-        "no newline at the end"]
-    assert paths.stdout_path.read_text() == "eval 0 loss 0.5\neval 1 loss 1.5\neval 2 loss 2.5\nno newline at the end"
-    assert paths.stderr_path.read_text().splitlines() == ["step 0 loss 5", "step 1 loss 4", "step 2 loss 3"]
-
-
-def test_a_process_that_left_the_group_holding_the_output_does_not_hold_the_run(tmp_path):
-    script = tmp_path / "escape.py"
-    script.write_text(textwrap.dedent('''
-        import subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-        open(sys.argv[1], "w").write(str(child.pid))
-        print("done", flush=True)
-    '''))
-    pidfile = tmp_path / "escaped.pid"
-    paths = _paths(tmp_path)
-    result = Execution(command=[sys.executable, str(script), str(pidfile)], paths=paths).run()
-    escaped = psutil.Process(int(pidfile.read_text()))
-    try:   # the run ended while the process that still holds the pipes lives on
-        assert escaped.is_running() and result.exit_code == 0 and paths.output_path.read_text() == "done\n"
-    finally:
-        escaped.kill()
 
 
 def test_registry_kill_all_interrupts_running_executions(tmp_path):

@@ -170,11 +170,15 @@ class Judge:
         check.log in the trial dir. Raises UsageError if the check cannot be started."""
         m = Measurement(exit_code=result.exit_code, seconds=result.seconds, timed_out=result.timed_out)
         if self.metric is not None:
-            # Both streams in the order their lines were written (output.log; a trial dir of an older version
-            # has only the two logs: stdout first), a piece at a time: a curve keeps its first points and a log
-            # of gigabytes costs no more memory than one piece.
-            logs = [paths.output_path] if paths.output_path.exists() else [paths.stdout_path, paths.stderr_path]
-            values = [v for path in logs for piece in iter_text(path) for v in parse_metric(piece, self.metric)]
+            # stdout's matches, or stderr's when stdout has none (Python's logging writes there): one stream,
+            # so the order of the matches is the order printed in every run (two streams interleave as their
+            # buffers flush). The whole log, a piece at a time: a curve keeps its first points and a log of
+            # gigabytes costs no more memory than one piece.
+            values: list[float] = []
+            for path in (paths.stdout_path, paths.stderr_path):
+                values = [v for piece in iter_text(path) for v in parse_metric(piece, self.metric)]
+                if values:
+                    break
             if values:
                 m.metric = values[-1]
                 if self.metric.mode == "curve":

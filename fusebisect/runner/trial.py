@@ -9,8 +9,7 @@ The trial contract (other tools and users rely on it exactly). Each execution of
 - ``ASCEND_RT_VISIBLE_DEVICES`` = its device slot when ``--devices`` is given;
 - the placeholders ``{switch_file}``, ``{trial_dir}``, ``{dump_dir}`` substituted in CMD's arguments;
 - the working directory and environment otherwise unchanged; stdout/stderr saved as ``stdout.log``/``stderr.log``
-  in the trial dir, and both, line by line in the order they were written, as ``output.log`` (where the metric
-  is read: its last match is the last one printed, whichever stream printed it).
+  in the trial dir.
 
 CMD is an argv list, never a shell string. It starts in a new session (its own process group); on timeout or
 interruption the whole group is killed, so no grandchild survives.
@@ -55,10 +54,6 @@ class TrialPaths:
     @property
     def stderr_path(self) -> Path:
         return self.trial_dir / "stderr.log"
-
-    @property
-    def output_path(self) -> Path:
-        return self.trial_dir / "output.log"
 
 
 @dataclass
@@ -226,104 +221,25 @@ def kill_leftovers(trial_dir: Path, *, grace: float = KILL_GRACE_SECONDS) -> lis
     return alive
 
 
-class _Tee(threading.Thread):
-    """Copy a child's stdout and stderr pipes to their files, and both to ``combined`` a whole line at a time in
-    the order the lines arrived (a line is written there once its newline, or the end of its stream, came)."""
-
-    CHUNK = 1 << 16
-
-    def __init__(self, pipes: Sequence, files: Sequence, combined) -> None:
-        super().__init__(name="tee", daemon=True)
-        self.streams = [(p.fileno(), f, bytearray()) for p, f in zip(pipes, files)]
-        self.pipes = list(pipes)
-        self.combined = combined
-        self.stop_at: float | None = None   # set when the group is gone: give up on holders of the pipes then
-
-    def run(self) -> None:
-        import selectors
-
-        with selectors.DefaultSelector() as sel:
-            for fd, out, pending in self.streams:
-                sel.register(fd, selectors.EVENT_READ, (out, pending))
-            while sel.get_map():
-                if self.stop_at is not None and time.monotonic() > self.stop_at:
-                    break   # a process that left the group still holds a pipe: stop reading it
-                for key, _ in sel.select(timeout=0.2):
-                    out, pending = key.data
-                    data = os.read(key.fd, self.CHUNK)
-                    if not data:
-                        sel.unregister(key.fd)
-                        self._lines(pending, b"", flush=True)
-                        continue
-                    self._write(out, data)
-                    self._lines(pending, data)
-        for _fd, out, pending in self.streams:
-            self._lines(pending, b"", flush=True)
-            self._write(out, b"")
-        self._write(self.combined, b"")
-
-    def _write(self, handle, data: bytes) -> None:
-        # a write that fails (disk full) must not stop the reading: the child would block on a full pipe
-        try:
-            handle.write(data)
-            handle.flush()
-        except (OSError, ValueError):
-            pass
-
-    def _lines(self, pending: bytearray, data: bytes, flush: bool = False) -> None:
-        pending += data
-        cut = pending.rfind(b"\n") + 1
-        if flush or len(pending) > self.CHUNK:
-            cut = len(pending)
-        if cut:
-            self._write(self.combined, bytes(pending[:cut]))
-            del pending[:cut]
-
-    def finish(self, grace: float = 5.0) -> None:
-        """Wait for the pipes' ends (at most ``grace`` seconds once the group is gone), then close them."""
-        self.stop_at = time.monotonic() + grace
-        self.join()
-        for p in self.pipes:
-            p.close()
-
-
 def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
                 timeout: float | None = None, cwd: str | os.PathLike | None = None,
-                registry: ProcessRegistry | None = None, group_file: Path | None = None,
-                combined: Path | None = None) -> ExecResult:
+                registry: ProcessRegistry | None = None, group_file: Path | None = None) -> ExecResult:
     """Run ``argv`` (no shell) in a new session with output appended to the two files; return its result.
 
-    ``combined``: also append both streams there, line by line in the order they arrive (through pipes; else
-    the child writes to the files itself). On timeout the whole process group is killed and ``timed_out`` is
-    set; when the registry is stopping (interrupt) ``interrupted`` is set. Leftover processes of the group are
-    killed after the leader exits. ``group_file`` holds the group id while the group may be alive (see
-    :func:`kill_leftovers`). Raises UsageError when the program cannot be started (not found / not executable).
+    On timeout the whole process group is killed and ``timed_out`` is set; when the registry is stopping
+    (interrupt) ``interrupted`` is set. Leftover processes of the group are killed after the leader exits.
+    ``group_file`` holds the group id while the group may be alive (see :func:`kill_leftovers`).
+    Raises UsageError when the program cannot be started (not found / not executable).
     """
     if registry is not None and registry.stopping:
         return ExecResult(exit_code=None, seconds=0.0, interrupted=True)
     start = time.monotonic()
-    tee = None
-    with open(stdout, "ab") as out, open(stderr, "ab") as err, \
-            (open(combined, "ab") if combined is not None else open(os.devnull, "wb")) as both:
+    with open(stdout, "ab") as out, open(stderr, "ab") as err:
         try:
-            proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd,
-                                    stdout=out if combined is None else subprocess.PIPE,
-                                    stderr=err if combined is None else subprocess.PIPE,
+            proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             raise UsageError(f"cannot run command {argv[0]!r}: {exc.strerror or exc}") from exc
-        if combined is not None:
-            tee = _Tee([proc.stdout, proc.stderr], [out, err], both)
-            tee.start()
-        try:
-            return _wait(proc, start, timeout=timeout, registry=registry, group_file=group_file)
-        finally:
-            if tee is not None:
-                tee.finish()
-
-
-def _wait(proc: subprocess.Popen, start: float, *, timeout: float | None, registry: ProcessRegistry | None,
-          group_file: Path | None) -> ExecResult:
     if group_file is not None:
         group_file.write_text(f"{proc.pid}\n", encoding="ascii")   # start_new_session: the group id is the pid
     if registry is not None:
@@ -380,8 +296,8 @@ class Execution:
 
         Raises FileExistsError if the trial dir exists, UsageError if CMD cannot be started."""
         prepare_dir(self.paths, graph_dump=self.graph_dump)
-        return run_process(self.argv, env=self.env, stdout=self.paths.stdout_path, stderr=self.paths.stderr_path,
-                           combined=self.paths.output_path, timeout=self.timeout, cwd=self.cwd, registry=registry,
+        return run_process(self.argv, env=self.env, stdout=self.paths.stdout_path,
+                           stderr=self.paths.stderr_path, timeout=self.timeout, cwd=self.cwd, registry=registry,
                            group_file=pgid_file(self.paths.trial_dir))
 
 
