@@ -186,3 +186,19 @@ def test_the_boundary_commands_run_as_printed_with_the_whole_trial_contract(caps
     for side, code in (("good", 0), ("bad", 1)):
         assert subprocess.run(repro[side], env=clean, cwd=tmp_path).returncode == code, (side, repro[side])
         assert (tmp_path / "w" / "repro" / side / "marker").exists()
+
+
+def test_a_later_run_of_the_all_off_configuration_is_judged_against_the_reference(capsys, tmp_path):
+    """Both rules are culprits, so the production file is the reference's configuration, run again to check
+    the job did not start failing for another reason: that run is judged, not GOOD by definition."""
+    job, count = tmp_path / "job.sh", tmp_path / "count"
+    job.write_text(
+        'off=$(grep -c \'"off"\' "$FUSEBISECT_SWITCH_FILE")\n'
+        'if [ "$off" = 2 ]; then n=$(( $(cat ' + str(count) + ' 2>/dev/null || echo 0) + 1 )); echo $n > '
+        + str(count) + '\n  [ $n -ge 2 ] && { echo "loss 99"; exit 0; }; echo "loss 1.0"; exit 0; fi\n'
+        'echo "loss 2.0"\n')   # bad while either rule is on; the second all-off run: the job broke meanwhile
+    rc = main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+               "--workdir", str(tmp_path / "w"), "--", "bash", str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive", j["message"]
+    assert j["verify"]["outcome"] == "bad" and "metric 99" in j["verify"]["reason"]

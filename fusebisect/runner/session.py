@@ -492,8 +492,11 @@ class Session:
         """(Re)judge a record against the current reference; updates outcome and reason in place.
 
         Raises RunAborted when the check command asked to abort."""
-        is_ref = rec.off == self.all_off
-        ref = None if is_ref else self.reference_record()
+        # the first valid all-off run is the reference (GOOD by definition under a relative oracle); a later
+        # run of that configuration (a repeat, a re-check) is judged against it like any other run
+        first = self.reference_record()
+        is_ref = rec.off == self.all_off and not rec.on and (first is None or first is rec)
+        ref = None if is_ref else first
         verdict = self.judge.judge(rec.measurement, reference=ref.measurement if ref else None, is_reference=is_ref,
                                    paths=rec.paths, reference_paths=ref.paths if ref else None)
         outcome, reason = verdict.outcome, verdict.reason
