@@ -202,3 +202,18 @@ def test_a_later_run_of_the_all_off_configuration_is_judged_against_the_referenc
     j = json.loads(capsys.readouterr().out)
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
     assert j["verify"]["outcome"] == "bad" and "metric 99" in j["verify"]["reason"]
+
+
+def test_a_production_file_whose_every_run_crashes_is_not_found(capsys, tmp_path):
+    job = tmp_path / "job.sh"   # GeluFusionPass is faulty; with it off and LayerNormFusionPass on, the job crashes
+    job.write_text('sw="$FUSEBISECT_SWITCH_FILE"; g=on; l=on\n'
+                   'grep -q \'"GeluFusionPass": "off"\' "$sw" && g=off\n'
+                   'grep -q \'"LayerNormFusionPass": "off"\' "$sw" && l=off\n'
+                   '[ $g = off ] && [ $l = on ] && exit 3\n'
+                   '[ $g = on ] && echo "loss 2.0" || echo "loss 1.0"\n')
+    rc = main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+               "--workdir", str(tmp_path / "w"), "--", "bash", str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive", j["message"]
+    assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert "could not be judged" in j["message"] and j["verify"]["outcome"] == "invalid"

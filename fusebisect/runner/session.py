@@ -1054,12 +1054,13 @@ class Session:
                                   f"(run {seen.index}, GOOD) already had: it is that configuration")
         if seen is not None and seen.outcome == GOOD:
             return result
-        if seen is None and not self.budget_spent:
-            # the search's own run of it was INVALID: kept as found, with a note. (When the budget stopped the
-            # search before that run, --no-verify does not make the answer whole: only the final run is skipped.)
+        invalid = [r for r in self.records if r.off == off and r.on == on and r.outcome == INVALID]
+        if seen is None and not self.budget_spent and not invalid:
+            # no run of it (--no-verify after a search that saw it only through another configuration): found.
+            # (When the budget stopped the search before that run, --no-verify does not make the answer whole,
+            # and a production file whose every run crashed is no fix either.)
             return result
         what = f"with {', '.join(sorted(off))} off" if off else f"with {', '.join(sorted(on))} set on"
-        invalid = [r for r in self.records if r.off == off and r.on == on and r.outcome == INVALID]
         if seen is not None:
             state = f"the job is still BAD {what} (run {seen.index})"
         elif invalid:
