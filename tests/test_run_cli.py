@@ -217,3 +217,19 @@ def test_a_production_file_whose_every_run_crashes_is_not_found(capsys, tmp_path
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
     assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
     assert "could not be judged" in j["message"] and j["verify"]["outcome"] == "invalid"
+
+
+def test_report_never_writes_over_the_production_file_or_the_trials(capsys, tmp_path):
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    prod = tmp_path / "prod.cfg"
+    work = tmp_path / "w"
+    assert main(["run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work), "-o", str(prod),
+                 "--", "bash", str(job)]) == 0
+    kept = prod.read_text()
+    capsys.readouterr()
+    trial_log = next((work / "trials").iterdir()) / "stdout.log"
+    for flag, target in (("--html", prod), ("--markdown", trial_log)):
+        assert main(["report", str(work), flag, str(target)]) == 2
+        assert "that is" in capsys.readouterr().err
+    assert prod.read_text() == kept

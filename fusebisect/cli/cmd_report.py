@@ -70,6 +70,16 @@ def register(app: typer.Typer) -> None:
         if html is not None and markdown is not None and Path(html).absolute() == Path(markdown).absolute():
             raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)
+        production = (view.result or {}).get("switch_file")
+        trials = (Path(workdir) / "trials").resolve()
+        for flag, out in (("--html", html), ("--markdown", markdown)):
+            if out is None:
+                continue
+            where = Path(out).resolve()
+            if production and where == Path(production).resolve():
+                raise UsageError(f"{flag} {out}: that is the run's production switch file")
+            if where.is_relative_to(trials):
+                raise UsageError(f"{flag} {out}: that is inside the run's trial directories, which hold its evidence")
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))
         cfg = production_cfg_text(view)
         if html is not None:

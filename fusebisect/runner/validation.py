@@ -167,9 +167,10 @@ def _device_ids(where: str, ids: list[str]) -> list[str]:
     for dev in ids:
         if not _DEVICE_RE.fullmatch(dev):
             raise UsageError(f"{where}: {dev!r} is not a device id (a non-negative integer)")
-    dup = sorted({d for d in ids if ids.count(d) > 1}, key=int)
+    numbers = [int(d) for d in ids]   # '00' is device 0
+    dup = sorted({n for n in numbers if numbers.count(n) > 1})
     if dup:
-        raise UsageError(f"{where}: device {', '.join(dup)} given more than once")
+        raise UsageError(f"{where}: device {', '.join(map(str, dup))} given more than once")
     return ids
 
 
