@@ -632,3 +632,14 @@ def test_all_off_still_bad_names_the_rules_that_fired_only_then(target, tmp_path
     assert j["message"] == ("With all 2 candidate rules off the symptom is still there, twice: turning off the 2 "
                             "rules --rules named does not fix it, so the cause is not one of them switched on (unless "
                             "another is bad while switched off, which these two runs cannot tell).")
+
+
+def test_a_culprit_that_ignores_its_switch_is_named_as_a_likely_cause_not_suggested_again(target, tmp_path):
+    from fusebisect.search import Search
+
+    target.env.update(T_FAULTY=RULES[1], T_IGNORE=RULES[1], T_EXIT_BAD="1")
+    j = session(target, tmp_path, engine=Search).run().run_json
+    assert j["status"] == "inconclusive" and RULES[1] in j["switch_ignored"]
+    assert f"But {RULES[1]} still fired with its switch off (the job ignores it), so no switch file can test it " \
+           "or turn it off, and it may be the cause" in j["message"]
+    assert "--rules" not in j["message"]   # rerunning with it as a candidate would end the same way

@@ -1092,6 +1092,8 @@ class Session:
         outside = [r for r in fired if r not in cands and r not in fixed and getattr(fired[r], "effect_times", 1) > 0
                    and (self.catalog.get(r) is None or self.catalog.get(r).can_disable)]
         ignored = [e["rule"] for e in self.excluded if "ignore" in str(e.get("reason", ""))]
+        stuck = [r for r in outside if r in ignored]   # no switch file can turn these off: not worth a rerun
+        outside = [r for r in outside if r not in ignored]
         n = len(self.candidates)
         what = (f"the {n} rules --rules named" if self.rule_names is not None else
                 f"the {n} switchable rules that fired in the baseline")
@@ -1108,6 +1110,12 @@ class Session:
         message = (f"With all {n} candidate rules off the symptom is still there, twice: turning off {what} does "
                    f"not fix it, so the cause is not one of them switched on (unless another is bad while "
                    f"switched off, which these two runs cannot tell)")
+        if stuck:
+            it = "it" if len(stuck) == 1 else "them"
+            return dataclasses.replace(result, status="inconclusive", message=(
+                f"{message}. But {_short(stuck)} still fired with {'its' if len(stuck) == 1 else 'their'} switch "
+                f"off (the job ignores it), so no switch file can test {it} or turn {it} off, and {it} may be the "
+                f"cause. Make the job honour FUSEBISECT_SWITCH_FILE for {it} (a compile cache?) and rerun."))
         if ignored:
             message += (f", nor can it be told for {_short(ignored)}, excluded because the job ignored "
                         f"{'its' if len(ignored) == 1 else 'their'} switch")
