@@ -347,6 +347,7 @@ class Session:
         self.rule_names = validation.candidate_rules(opts, self.catalog)  # --rules, else None
         self.journal_workers = opts.workers   # the --jobs of the run that started the journal (set by _load)
         self.production_off: frozenset[str] | None = None   # a verified production OFF-set other than the culprits
+        self._fired: dict[str, dict] = {}   # trial dir -> the rules that fired there (fired_in)
         validation.check_paths(opts, self.workdir)
         for flag, argv in (("", opts.command), ("--check: ", self.judge.check)):
             problem = validation.program_problem(argv[0], env=self.env, cwd=cwd) if argv else None
@@ -464,21 +465,25 @@ class Session:
 
     def fired_in(self, paths: TrialPaths) -> dict:
         """The rules that fired in a trial (its fusion_result.json and Build graphs); {} when the job wrote
-        neither, or (with a warning) when they cannot be read."""
+        neither, or (with a warning) when they cannot be read. Read once per trial dir (graphs can be large)."""
         from fusebisect.compare.graph import find_build_graphs
         from fusebisect.rules.fired import fired_rules
 
+        key = str(paths.trial_dir)
+        if key in self._fired:
+            return self._fired[key]
         if not any(paths.trial_dir.rglob("fusion_result*.json")) and not find_build_graphs(paths.trial_dir):
-            return {}  # the job wrote no statistics and no Build graph
+            return {}  # the job wrote no statistics and no Build graph (yet: a pending trial may still write)
         unreadable: list[str] = []
         try:
             fired = fired_rules(paths.trial_dir, unreadable=unreadable)
         except FusebisectError as exc:
             self.progress.log(f"[yellow]warning:[/yellow] cannot read what fired in {_esc(paths.trial_dir)}: "
                               f"{_esc(exc)}")
-            return {}
+            fired = {}
         for problem in unreadable:   # what the other files say still counts
             self.progress.log(f"[yellow]warning:[/yellow] skipped {_esc(problem)}")
+        self._fired[key] = fired
         return fired
 
     def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
