@@ -384,3 +384,40 @@ def test_a_directory_without_any_dump_is_an_error_not_no_overflow(tmp_path, caps
     assert main(["overflow", str(tmp_path / "empty"), *(["--scan"] if scan else [])]) == 2
     captured = capsys.readouterr()
     assert "no dump files here" in captured.err and "No overflow" not in captured.out
+
+
+def test_an_op_dump_from_another_iteration_or_after_the_record_is_never_matched(tmp_path, monkeypatch):
+    # iteration 0's record has no op dump there; iteration 1's op has its task id. However the path is typed
+    # (a relative '.', inside the timestamp dir), that op is not the one that overflowed.
+    write_opdebug(leaf_dir(tmp_path, 0), new_record(3, 0, 0x20), T0 + 5, "binary")
+    write_op(leaf_dir(tmp_path, 1), "Mul", "other_iter", 3, 0, T0 + 1_000_010, [CLEAN], [SATURATED], "binary")
+    monkeypatch.chdir(tmp_path / "20240101000000")
+    [found] = analyse(".").overflows
+    assert found.dump_file is None
+    # the same iteration, the task id reused by an op dumped after the record: not it either
+    later = tmp_path / "later"
+    later.mkdir()
+    write_opdebug(later, new_record(3, 0, 0x20), T0 + 12, "binary")
+    write_op(later, "Add", "y_later_clean", 3, 0, T0 + 30, [CLEAN], [CLEAN], "binary")
+    [found] = analyse(later).overflows
+    assert found.dump_file is None
+
+
+def test_a_partly_unreadable_opdebug_file_is_no_verdict(tmp_path, capsys):
+    # output 0 holds a zero status, output 1 cannot be decoded: the overflow may be in it
+    good = np.frombuffer(new_record(3, 0, 0), dtype=np.uint8)
+    bad = np.frombuffer(bytes(range(100)), dtype=np.uint8)
+    leaf = leaf_dir(tmp_path, 0)
+    write_dump(leaf / f"Opdebug.Node_OpDebug.1.0.{T0 + 2}", op_name="Node_OpDebug", inputs=[],
+               outputs=[TensorSpec(good, dtype=DT_UINT8), TensorSpec(bad, dtype=DT_UINT8)], dump_time=T0 + 2)
+    html = tmp_path / "r.html"
+    assert main(["overflow", str(tmp_path), "--json", "--html", str(html)]) == 2
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total"] == 0 and doc["unreadable"][0]["message"].startswith("partly unreadable: output 1:")
+    text = html.read_text()
+    assert "No overflow found in what could be read" in text and "No overflow found.</b>" not in text
+    # a directory of files that are not dumps at all is not "no overflow"
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README").write_text("x")
+    assert main(["overflow", str(tmp_path / "notes")]) == 2
+    assert "no dump files here (1 files whose names are not dump file names)" in capsys.readouterr().err

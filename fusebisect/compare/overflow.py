@@ -607,8 +607,9 @@ def _match(rec: OverflowRecord, candidates: list, debug_ts: int):
         return None
     exact = [e for e in pool if rec.context_id is not None and _name_id(e, "context_id") == rec.context_id]
     pool = exact or pool
+    # the op's dump is written before its Opdebug record: a later dump of that task id is another op
     before = [e for e in pool if e.timestamp <= debug_ts]
-    return max(before, key=lambda e: e.timestamp) if before else min(pool, key=lambda e: e.timestamp)
+    return max(before, key=lambda e: e.timestamp) if before else None
 
 
 def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> OverflowReport:
@@ -633,9 +634,10 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         raise DumpFormatError("no such file or directory", path=root)
     gindex = _GraphIndex(_load_graph(graph))
     tree = scan_dumps(root)
-    if not tree.entries and not tree.bad:   # nothing to look at is not "no overflow"
-        raise DumpFormatError("no dump files here (neither Opdebug records nor op dumps): give the dump directory "
-                              "of a run", path=root)
+    if not tree.entries:   # nothing to look at is not "no overflow"
+        what = f" ({len(tree.bad)} files whose names are not dump file names)" if tree.bad else ""
+        raise DumpFormatError(f"no dump files here{what} (neither Opdebug records nor op dumps): give the dump "
+                              "directory of a run", path=root)
     if scan:
         return _scan(root, tree, gindex, limit)
 
@@ -670,6 +672,7 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
             continue
         any_overflow = False
         failures: list[str] = []
+        damaged: list[str] = []   # records cut short or skipped: an overflow may be in what could not be read
         for out in dump.outputs:
             try:
                 raw = getattr(out, "raw", None)   # the bytes as stored, whatever dtype the header claims
@@ -680,6 +683,7 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                 report.problems.append((dbg.path, failures[-1]))
                 continue
             report.problems.extend((dbg.path, f"output {out.index}: {p}") for p in problems)
+            damaged.extend(f"output {out.index}: {p}" for p in problems)
             for rec in records:
                 if not rec.overflow:
                     continue
@@ -690,6 +694,8 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                 found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
         if len(failures) == len(dump.outputs):   # not one record decoded: this file tells nothing
             report.unreadable.append((dbg.path, failures[0]))
+        elif not any_overflow and (failures or damaged):   # zeros in the part that could be read: no verdict
+            report.unreadable.append((dbg.path, f"partly unreadable: {(failures or damaged)[0]}"))
         elif not any_overflow:
             zero_files += 1
     if zero_files:

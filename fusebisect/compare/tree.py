@@ -154,7 +154,7 @@ def read_mapping(directory: Path, bad: list | None = None) -> dict[str, str]:
 
 def _scan_dir(directory: Path, files: list[str], tree: DumpTree) -> None:
     mapping = read_mapping(directory, tree.bad) if MAPPING_FILE in files else {}
-    layout = _layout(directory)
+    layout = _layout(directory.absolute())   # '.' inside a timestamp dir still has its device and iteration
     for fname in files:
         if fname == MAPPING_FILE or fname.startswith("."):
             continue
@@ -183,7 +183,7 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
         original = mapping.get(root.name, root.name)
         parsed = parse_dump_name(original)
         if parsed is not None:
-            tree.entries.append(DumpEntry(root, parsed, *_layout(root.parent)))
+            tree.entries.append(DumpEntry(root, parsed, *_layout(root.parent.absolute())))
         else:
             tree.bad.append((root, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
                                    "{stream_id}.{timestamp}"))

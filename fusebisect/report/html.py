@@ -207,14 +207,19 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     return page("fusebisect compare report", f"my: {my} · golden: {golden}", body)
 
 
-def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str) -> str:
-    """The HTML report of ``fusebisect overflow`` from its JSON entries (execution order). Returns the text."""
+def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unreadable: str = "") -> str:
+    """The HTML report of ``fusebisect overflow`` from its JSON entries (execution order). ``unreadable``: the
+    summary of the files that could not be read (then no overflow found is no verdict). Returns the text."""
     if overflows:
         o = overflows[0]
         body = [verdict("overflow", f"<b>First overflow:</b> {esc(o.get('op_type'))} {esc(o.get('op_name'))} "
                                     f"({esc(o.get('unit'))}, status {esc(o.get('status'))})")]
+    elif unreadable:
+        body = [verdict("inconclusive", f"<b>No overflow found in what could be read</b>: {esc(unreadable)}")]
     else:
         body = [verdict("clean", "<b>No overflow found.</b>")]
+    if overflows and unreadable:
+        body.append(f"<p><b>Not read:</b> {esc(unreadable)}</p>")
     for n, o in enumerate(overflows, 1):
         parts = [table(["op type", "op", "task id", "stream id", "timestamp", "unit", "status", "meanings"],
                        [[o.get("op_type"), o.get("op_name"), o.get("task_id"), o.get("stream_id"),
