@@ -233,3 +233,18 @@ def test_report_never_writes_over_the_production_file_or_the_trials(capsys, tmp_
         assert main(["report", str(work), flag, str(target)]) == 2
         assert "that is" in capsys.readouterr().err
     assert prod.read_text() == kept
+
+
+def test_all_off_still_bad_from_a_compile_cache_is_no_verdict(capsys, tmp_path):
+    """The first run compiles (and writes its statistics); later runs load the cached, faulty model: no
+    compile, no fusion_result.json, the symptom whatever the switch file says."""
+    job = tmp_path / "job.sh"
+    job.write_text('if [ ! -e ' + str(tmp_path / "cache") + ' ]; then touch ' + str(tmp_path / "cache") + '\n'
+                   '  echo \'{"s_0": {"graph_fusion": {"GeluFusionPass": {"match_times": "1", "effect_times": "1"},'
+                   ' "LayerNormFusionPass": {"match_times": "1", "effect_times": "1"}}}}\' '
+                   '> "$ASCEND_WORK_PATH/fusion_result.json"\nfi\nexit 1\n')
+    rc = main(["run", "--json", "--workdir", str(tmp_path / "w"), "--", "bash", str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive", j["message"]
+    assert "wrote no fusion_result.json or Build graph, unlike the baseline (run 1)" in j["message"]
+    assert "Disable compile caches" in j["message"]

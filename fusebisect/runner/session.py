@@ -486,6 +486,14 @@ class Session:
         self._fired[key] = fired
         return fired
 
+    @staticmethod
+    def _wrote_evidence(paths: TrialPaths) -> bool:
+        """True when the run wrote a fusion_result.json or a Build graph (what fired can be checked)."""
+        from fusebisect.compare.graph import find_build_graphs
+
+        trial = paths.trial_dir
+        return trial.is_dir() and (any(trial.rglob("fusion_result*.json")) or bool(find_build_graphs(trial)))
+
     def ignored_rules(self, off: frozenset[str], paths: TrialPaths) -> list[str]:
         """Rules this configuration turned off that still fired in the run (switch ignored), sorted."""
         if not off:
@@ -1090,6 +1098,15 @@ class Session:
         refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome == BAD]
         fired = self.fired_in(refs[-1].paths) if refs else {}
         base = self.baseline_record()
+        if refs and base is not None and self._wrote_evidence(base.paths) and \
+                not any(self._wrote_evidence(r.paths) for r in refs):
+            # a compile cache hit (or a failed compile) writes neither: nothing shows the switch was read
+            return dataclasses.replace(result, status="inconclusive", message=(
+                f"With all {len(self.candidates)} candidate rules off the symptom is still there, but "
+                f"{'that run' if len(refs) == 1 else 'those runs'} (run {', '.join(str(r.index) for r in refs)}) "
+                f"wrote no fusion_result.json or Build graph, unlike the baseline (run {base.index}): the job did "
+                f"not compile (a rule it needs was off?) or a compile cache skipped compiling, so whether the "
+                f"switch took effect cannot be checked. Disable compile caches and rerun with --fresh."))
         before = self.fired_in(base.paths) if base is not None else {}
         cands = set(self.candidates)
         news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
@@ -1101,7 +1118,8 @@ class Session:
         outside = [r for r in outside if r not in ignored]
         n = len(self.candidates)
         what = (f"the {n} rules --rules named" if self.rule_names is not None else
-                f"the {n} switchable rules that fired in the baseline")
+                f"the {n} switchable rules that fired in the baseline" if before else
+                f"the catalog's {n} switchable rules")
         if outside:
             new = [r for r in outside if r not in before]
             listed = ", ".join(f"{r} (only then)" if r in new else r for r in outside)
