@@ -249,3 +249,15 @@ def test_any_bytes_decode_or_raise_dump_format_error(tail, with_magic, version):
 def test_every_status_word_is_explained_or_shown_as_hex(status, unit):
     meanings = status_meanings(unit, status)
     assert bool(meanings) == bool(status)
+
+
+def test_a_status_beyond_the_layout_is_never_silently_dropped():
+    # version 0 header, but data_len holds four status words, the overflow in word 2
+    four = new_entry(0, aic_values(status=(0, 0, 0x20, 0)))
+    records, problems = decode_record_ex(new_record(0, four))
+    assert [r.status_words for r in records] == [(0, 0, 0x20, 0)] and records[0].overflow
+    assert problems == ["acc_list entry 0 at byte 8: version 0 but data_len 112 fits a four-word status"]
+    # a data_len longer than any layout: the bytes it does not explain are reported, not silently skipped
+    longer = new_entry(0, aic_values(status=(0, 0x20, 0)))
+    records, problems = decode_record_ex(new_record(0, longer))
+    assert not any(r.overflow for r in records) and "data_len 104 is more than the 88 bytes" in problems[0]

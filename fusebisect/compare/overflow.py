@@ -174,6 +174,12 @@ def _decode_new(data: bytes) -> tuple[list[OverflowRecord], list[str]]:
         if unit in ("AIC", "AIV") and version >= 1 and data_len == len(names) * 8:
             words, need = 1, len(names) * 8   # version 1 header but a one-word status: trust data_len
             problems.append(f"{where}: version {version} but data_len {data_len} fits a one-word status")
+        elif unit in ("AIC", "AIV") and version == 0 and data_len == (len(names) - 1 + STATUS_WORDS_V1) * 8:
+            words, need = STATUS_WORDS_V1, data_len   # the reverse: a four-word status behind a version 0 header
+            problems.append(f"{where}: version 0 but data_len {data_len} fits a four-word status")
+        elif data_len > need:   # bytes the layout does not explain may hold a status word
+            problems.append(f"{where}: data_len {data_len} is more than the {need} bytes of its layout; the rest "
+                            "is not read")
         body = offset + 16
         if data_len < need or body + need > len(data):
             have = min(data_len, len(data) - body)
