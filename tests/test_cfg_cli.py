@@ -233,3 +233,18 @@ def test_rules_list_in_a_pipe_keeps_every_row_on_one_whole_line(capsys):
     assert [c.strip() for c in row.split("│")[1:4]] == ["UBFusion", "on", "yes"]
     row = next(ln for ln in run(capsys, "rules", "list")[1].splitlines() if ln.startswith(" PackFusionPass "))
     assert [c.strip() for c in row.split("│")[1:4]] == ["GraphFusion", "on", "no"]   # grep sees it forbidden-close
+
+
+def test_cfg_check_accepts_custom_passes_when_told(capsys, tmp_path):
+    # the production file of a run with --allow-unknown-rules names a custom pass: a note, not a warning
+    f = tmp_path / "custom.cfg"
+    f.write_text('{"Switch": {"GraphFusion": {"MyCustomAddFusionPass": "off", "LayerNormFusionpass": "off"}}}')
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    assert rc == 1 and {p["code"] for p in json.loads(out)["problems"]} == {"unknown-rule", "case-mismatch"}
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json", "--allow-unknown-rules")
+    problems = {p["rule"]: p for p in json.loads(out)["problems"]}
+    assert rc == 1   # a case mismatch is still a warning: that one is a typo of a real pass
+    assert problems["MyCustomAddFusionPass"]["severity"] == "info"
+    assert problems["MyCustomAddFusionPass"]["message"].endswith("is not in the catalog (allowed: --allow-unknown-rules)")
+    f.write_text('{"Switch": {"GraphFusion": {"MyCustomAddFusionPass": "off"}}}')
+    assert run(capsys, "cfg", "check", str(f), "--allow-unknown-rules")[0] == 0
