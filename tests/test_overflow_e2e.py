@@ -421,3 +421,16 @@ def test_a_partly_unreadable_opdebug_file_is_no_verdict(tmp_path, capsys):
     (tmp_path / "notes" / "README").write_text("x")
     assert main(["overflow", str(tmp_path / "notes")]) == 2
     assert "no dump files here (1 files whose names are not dump file names)" in capsys.readouterr().err
+
+
+def test_a_version_1_record_shows_every_status_word(tmp_path, capsys):
+    record = struct.pack("<IIIIII", MAGIC, 1, 1, 0, 0, 112) + struct.pack(
+        "<14Q", 1, 0, 3, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0x1234, 0x5678, 0, 0, 0, 0x20, 0, 0)
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Mul", "m", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, record, T0 + 2, "binary")
+    assert main(["overflow", str(tmp_path)]) == 1
+    assert "[AIC][Status:0x0,0x20,0x0,0x0][TaskId:3]" in capsys.readouterr().out
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    [out] = json.loads(capsys.readouterr().out)["overflows"][0]["outputs"]
+    assert out["max_is_inf"] and not out["min_is_inf"]

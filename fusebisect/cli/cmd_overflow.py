@@ -60,7 +60,9 @@ def _render(report) -> None:
         if report.mode == "scan":
             body.add_row(Text(f"first abnormal tensors at timestamp {ov.timestamp}", style="bold"))
         else:
-            body.add_row(Text(f"[{ov.unit}][Status:0x{ov.status:x} ({ov.status})][TaskId:{ov.task_id}]"
+            words = ov.status_words if len(ov.status_words) > 1 else (ov.status,)   # version 1: four words
+            status = ",".join(f"0x{w:x}" for w in words) + (f" ({ov.status})" if len(words) == 1 else "")
+            body.add_row(Text(f"[{ov.unit}][Status:{status}][TaskId:{ov.task_id}]"
                               f"[StreamId:{ov.stream_id}]"
                               + (f"[ContextId:{ov.context_id}]" if ov.context_id is not None else "")
                               + (f"[ThreadId:{ov.thread_id}]" if ov.thread_id is not None else ""), style="bold"))

@@ -325,6 +325,7 @@ class TensorStats:
             return v if v is None or math.isfinite(v) else None
         return {"kind": self.kind, "index": self.index, "shape": list(self.shape), "dtype": self.dtype,
                 "format": self.format, "count": self.count, "min": num(self.min), "max": num(self.max),
+                "min_is_inf": self.min is not None and math.isinf(self.min),
                 "max_is_inf": self.max is not None and math.isinf(self.max),
                 "mean": num(self.mean), "nan": self.nan, "pos_inf": self.pos_inf, "neg_inf": self.neg_inf,
                 "saturated": self.saturated, "abnormal": self.abnormal, "error": self.error}
