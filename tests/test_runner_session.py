@@ -43,6 +43,8 @@ TARGET = textwrap.dedent(r'''
             on.remove(second)
     work = os.environ["ASCEND_WORK_PATH"]
     res = {"session_and_graph_id_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on}}}
+    if os.environ.get("T_EVAL_GRAPH") == "1":   # a second session built without the switch file
+        res["session_and_graph_id_1_2"] = {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in rules}}
     if os.environ.get("T_NO_STATS") != "1":
         json.dump(res, open(os.path.join(work, "fusion_result.json"), "w"))
     with open(os.environ["T_LOG"], "a") as log:
@@ -643,3 +645,12 @@ def test_a_culprit_that_ignores_its_switch_is_named_as_a_likely_cause_not_sugges
     assert f"But {RULES[1]} still fired with its switch off (the job ignores it), so no switch file can test it " \
            "or turn it off, and it may be the cause" in j["message"]
     assert "--rules" not in j["message"]   # rerunning with it as a candidate would end the same way
+
+
+def test_a_session_built_without_the_switch_is_named(target, tmp_path):
+    target.env.update(T_FAULTY=RULES[1], T_EVAL_GRAPH="1")
+    j = session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json
+    assert j["status"] == "inconclusive"
+    assert j["message"].startswith("The switch file was ignored by session_and_graph_id_1_2 (the candidate rules "
+                                   "still fired there with every one turned off, run 2) but honoured by "
+                                   "session_and_graph_id_0_1: a graph or session built without it")

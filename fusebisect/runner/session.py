@@ -486,6 +486,33 @@ class Session:
         self._fired[key] = fired
         return fired
 
+    def _graphs_by_switch(self, rec: TrialRecord) -> tuple[list[str], list[str]]:
+        """By their fusion_result.json labels (session_and_graph_id_0_1, ...): the graphs in which candidates
+        fired in the baseline and none of those ``rec`` turned off fired in ``rec`` (honoured), and the graphs in
+        which one still fired (ignoring)."""
+        base = self.baseline_record()
+        if base is None:
+            return [], []
+        before, after = self._fired_per_graph(base), self._fired_per_graph(rec)
+        off = set(rec.off)
+        ignoring = [label for label, fired in after.items() if fired & off]
+        honoured = [label for label, fired in before.items() if fired & off and not after.get(label, set()) & off]
+        return honoured, ignoring
+
+    @staticmethod
+    def _fired_per_graph(rec: TrialRecord) -> dict[str, set[str]]:
+        from fusebisect.rules.fired import read_fusion_result_per_graph
+
+        out: dict[str, set[str]] = {}
+        for path in sorted(rec.paths.trial_dir.rglob("fusion_result*.json")):
+            try:
+                per_graph = read_fusion_result_per_graph(path)
+            except FusebisectError:
+                continue
+            for label, stats in per_graph.items():
+                out.setdefault(label, set()).update(s.name for s in stats if s.effect_times > 0)
+        return out
+
     @staticmethod
     def _wrote_evidence(paths: TrialPaths) -> bool:
         """True when the run wrote a fusion_result.json or a Build graph (what fired can be checked)."""
@@ -846,6 +873,13 @@ class Session:
         refs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"]
         for rec in refs:
             if set(self.candidates) <= set(rec.ignored):
+                honoured, ignoring = self._graphs_by_switch(rec)
+                if honoured and ignoring:
+                    return (f"The switch file was ignored by {_short(ignoring)} (the candidate rules still fired "
+                            f"there with every one turned off, run {rec.index}) but honoured by "
+                            f"{_short(honoured)}: a graph or session built without it (an eval session with a "
+                            f"config of its own?). Hand FUSEBISECT_SWITCH_FILE to every session of the job; "
+                            f"nothing can be concluded.")
                 return (f"The switch file was ignored: all {len(self.candidates)} candidate rules still fired "
                         f"with every one of them turned off (the all-candidates-off reference, run {rec.index}), "
                         f"so no run can tell a rule's effect. Make the job hand FUSEBISECT_SWITCH_FILE to the "
