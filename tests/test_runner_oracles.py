@@ -80,7 +80,7 @@ def test_metric_curve_is_read_from_the_whole_of_a_long_log(tmp_path):
         out.write((b"[INFO] GE(1234) graph_optimize.cc:42 fusion pass applied" + b"." * 965 + b"\n") * 70_000)
     judge = Judge(metric=compile_metric(r"loss ([0-9.]+)", mode="curve"))
     got = judge.measure(ExecResult(exit_code=0, seconds=1.0), paths, env={})
-    assert got.curve == [1.0, 0.5, 0.333, 0.25, 0.2] and got.metric == 0.2
+    assert list(got.curve) == [1.0, 0.5, 0.333, 0.25, 0.2] and got.metric == 0.2
 
 
 def test_the_metric_is_read_from_stdout_or_else_stderr_never_both(tmp_path):
@@ -90,10 +90,10 @@ def test_the_metric_is_read_from_stdout_or_else_stderr_never_both(tmp_path):
     paths.stdout_path.write_text("final eval loss 1.3\n")                  # print's result
     judge = Judge(metric=compile_metric(r"loss ([0-9.]+)", mode="curve"))
     got = judge.measure(ExecResult(exit_code=0, seconds=1.0), paths, env={})
-    assert (got.metric, got.curve) == (1.3, [1.3])
+    assert (got.metric, list(got.curve)) == (1.3, [1.3])
     paths.stdout_path.write_text("epoch done\n")                           # nothing on stdout: stderr's
     got = judge.measure(ExecResult(exit_code=0, seconds=1.0), paths, env={})
-    assert (got.metric, got.curve) == (4.0, [5.0, 4.0])
+    assert (got.metric, list(got.curve)) == (4.0, [5.0, 4.0])
 
 
 def test_close():

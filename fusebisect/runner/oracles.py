@@ -26,6 +26,7 @@ import functools
 import math
 import re
 import shlex
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -49,7 +50,8 @@ class Measurement:
     seconds: float
     timed_out: bool = False
     metric: float | None = None  # last match of --metric
-    curve: list[float] = field(default_factory=list)  # every match (curve mode)
+    curve: Sequence[float] = field(default_factory=list)  # every match (curve mode; an array of doubles: 8 bytes
+    #                                                        a point, a long curve in every record of a run)
     check_exit_code: int | None = None  # --check's exit status
 
 
@@ -182,7 +184,7 @@ class Judge:
             if values:
                 m.metric = values[-1]
                 if self.metric.mode == "curve":
-                    m.curve = values
+                    m.curve = array("d", values)
         if self.check is not None and result.exit_code == 0 and not result.timed_out:
             log = paths.trial_dir / "check.log"
             res = run_process(substitute(self.check, paths), env=env, stdout=log, stderr=log, timeout=timeout,
@@ -417,7 +419,7 @@ def measurement_from_record(rec: dict) -> Measurement:
     """Rebuild a Measurement from a journal trial record."""
     return Measurement(exit_code=rec.get("exit_code"), seconds=float(rec.get("seconds") or 0.0),
                        timed_out=bool(rec.get("timed_out", False)), metric=rec.get("metric"),
-                       curve=list(rec.get("curve") or []), check_exit_code=rec.get("check_exit_code"))
+                       curve=array("d", rec.get("curve") or []), check_exit_code=rec.get("check_exit_code"))
 
 
 def paths_from_record(rec: dict) -> TrialPaths:

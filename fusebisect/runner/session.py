@@ -17,6 +17,7 @@ import os
 import shlex
 import signal
 import threading
+from array import array
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,7 +168,7 @@ class TrialRecord:
     def from_event(cls, ev: dict) -> "TrialRecord":
         m = oracles.measurement_from_record(ev)
         m.metric = decode_float(ev.get("metric"))
-        m.curve = [decode_float(v) for v in ev.get("curve") or []]
+        m.curve = array("d", (decode_float(v) for v in ev.get("curve") or []))
         return cls(index=int(ev.get("index") or 0), key=ev.get("key", ""), off=frozenset(ev.get("off") or []),
                    role=ev.get("role", "search"), outcome=ev.get("outcome", INVALID), reason=ev.get("reason") or "",
                    measurement=m, paths=oracles.paths_from_record(ev), ignored=list(ev.get("ignored") or []),
