@@ -202,6 +202,10 @@ def test_a_later_run_of_the_all_off_configuration_is_judged_against_the_referenc
     j = json.loads(capsys.readouterr().out)
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
     assert j["verify"]["outcome"] == "bad" and "metric 99" in j["verify"]["reason"]
+    # the same command again: the journal has that re-check; nothing runs
+    assert main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+                 "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]) == 1
+    assert json.loads(capsys.readouterr().out)["executions"] == j["executions"]
 
 
 def test_a_production_file_whose_every_run_crashes_is_not_found(capsys, tmp_path):
@@ -217,6 +221,9 @@ def test_a_production_file_whose_every_run_crashes_is_not_found(capsys, tmp_path
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
     assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
     assert "could not be judged" in j["message"] and j["verify"]["outcome"] == "invalid"
+    assert main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+                 "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]) == 1
+    assert json.loads(capsys.readouterr().out)["executions"] == j["executions"]   # its INVALID run is in the journal
 
 
 def test_report_never_writes_over_the_production_file_or_the_trials(capsys, tmp_path):

@@ -171,8 +171,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
                                                      if len(c["fused_ops"]) > 8 else "")
             console.print(f"    fused ops it touched: {shown}")
         for rule, needs in (c.get("depends_on") or {}).items():
-            console.print(f"    {rule} fired only with {' and '.join(needs)} on: the likelier culprit; turning "
-                          f"{rule} off alone may be enough (keeps {', '.join(needs)})")
+            console.print(f"    {rule} fired only with {' and '.join(needs)} on: the likelier culprit")
     if j["status"] in ("not_reproduced", "not_fusion"):
         # the numbers behind a stop at the gates: every run of the baseline and of the all-off reference
         for t in j["trials"]:

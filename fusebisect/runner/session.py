@@ -1053,6 +1053,11 @@ class Session:
             off = self.production_off
         return off, on, self.switch_config(off, on)
 
+    def _final_run(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> TrialRecord | None:
+        """The last final verification run of a configuration (any outcome), or None."""
+        runs = [r for r in self.records if r.final and r.off == off and r.on == on]
+        return runs[-1] if runs else None
+
     def _fewer_off(self, result) -> tuple[frozenset[str], list[str], list[str]] | None:
         """The production OFF-set keeping on the members an interaction set's dependent member needs (a pass
         fusing what another built: turning the dependent one off removes the set's fusion and keeps the
@@ -1216,11 +1221,14 @@ class Session:
         from fusebisect.rules.switchfile import next_backup_path, render_switch, write_switch_file
 
         off, on, cfg = self.production_config(result)
-        fewer = self._fewer_off(result) if self.opts.verify and not on else None
+        # a noisy job's one GOOD run of a narrower file proves little: only a deterministic search narrows it
+        fewer = self._fewer_off(result) if not on and self.opts.repeat == 1 and not self.opts.flaky else None
         if fewer is not None:
-            # one more verification run, when the budget allows it, for a file that keeps those fusions on
-            seen = self.observed(fewer[0])
-            if seen is None and not (self.budget_left() is not None and self.budget_left() < 1):
+            # one more verification run, when the budget allows it, for a file that keeps those fusions on (a
+            # rerun finds that run in the journal, whatever its outcome, and never runs it again)
+            seen = self.observed(fewer[0]) or self._final_run(fewer[0])
+            if seen is None and self.opts.verify and not (self.budget_left() is not None
+                                                          and self.budget_left() < 1):
                 self.progress.log(f"verifying a production file that keeps {', '.join(fewer[1])} on")
                 seen = self.run_one(fewer[0], "verify", final=True)
             if seen is not None and seen.outcome == GOOD:
@@ -1255,10 +1263,11 @@ class Session:
             if verify is not None and off == self.all_off and not on:
                 # every candidate named: the production file is the reference's configuration, judged at the
                 # start (GOOD by definition under a relative oracle). A job that started failing for another
-                # reason (a lost device, a missing file) looks like this: run it again.
+                # reason (a lost device, a missing file) looks like this: run it again (once: a rerun finds it).
                 self.notes.append("every candidate rule was named a culprit: the all-off configuration is run "
                                   "again to check the job did not start failing for another reason")
                 verify = None
+            verify = verify or self._final_run(off, on)   # a final run of it already made, even INVALID
             if verify is None and self.budget_spent:
                 self.notes.append(f"no run to verify the production switch file: the budget (--max-runs "
                                   f"{self.opts.max_runs}) is spent")
