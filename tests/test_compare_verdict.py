@@ -313,6 +313,8 @@ def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):
     assert far.first_divergence["note"].startswith("a scalar: relative error 0.0624")
     assert pair("near", [1.4575], [1.458]).first_divergence is None   # 0.03 %
     assert pair("zero", [0.0], [0.0]).first_divergence is None
+    assert pair("rounding", [3.0e-9], [-1.5e-9]).first_divergence is None   # near zero: relative to 1e-5
+    assert pair("from_zero", [1e-3], [0.0]).first_divergence["tensor"] == "loss:output:0"
     assert main(["compare", str(tmp_path / "near" / "my"), str(tmp_path / "near" / "gold"), "--cosine",
                  "0.9999"]) == 1   # 1 - 0.9999 = 0.01 % < 0.03 %
 
