@@ -255,3 +255,18 @@ def test_all_off_still_bad_from_a_compile_cache_is_no_verdict(capsys, tmp_path):
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
     assert "wrote no fusion_result.json or Build graph, unlike the baseline (run 1)" in j["message"]
     assert "Disable compile caches" in j["message"]
+
+
+def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
+    """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
+    rest on a switch file nothing shows was read."""
+    job = tmp_path / "job.sh"
+    job.write_text('if [ ! -e ' + str(tmp_path / "cache") + ' ]; then touch ' + str(tmp_path / "cache") + '\n'
+                   '  echo \'{"s_0": {"graph_fusion": {"GeluFusionPass": {"match_times": "1", "effect_times": "1"}}}}\''
+                   ' > "$ASCEND_WORK_PATH/fusion_result.json"\nfi\necho "loss 2.0"\n')
+    rc = main(["run", "--json", "--metric", "loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", "bash",
+               str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive", j["message"]
+    assert j["message"].startswith("With all 1 candidate rules off the job ran like the baseline, but")
+    assert "compile cache" in j["message"]

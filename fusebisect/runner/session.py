@@ -1017,6 +1017,9 @@ class Session:
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
             result = self._unless_still_bad(result)
+        elif result is not None and result.status == "not_reproduced" and \
+                (unchecked := self._switch_unchecked("the job ran like the baseline")):
+            result = dataclasses.replace(result, status="inconclusive", message=unchecked)
         elif result is not None and result.status == "not_reproduced" and self._relative_only():
             result = dataclasses.replace(result, message=self._not_reproduced_message())
         elif result is not None and result.status == "not_fusion":
@@ -1131,6 +1134,21 @@ class Session:
                           + ("not sufficient (the job is still bad with it)" if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
 
+    def _switch_unchecked(self, what: str) -> str | None:
+        """When the all-off runs wrote no fusion_result.json or Build graph but the baseline did, the verdict on
+        them rests on a switch nothing shows was read (a compile cache hit compiles nothing, so it writes
+        neither): the message saying so (``what``: what those runs showed), else None."""
+        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome in (GOOD, BAD)]
+        base = self.baseline_record()
+        if not refs or base is None or not self._wrote_evidence(base.paths) or \
+                any(self._wrote_evidence(r.paths) for r in refs):
+            return None
+        return (f"With all {len(self.candidates)} candidate rules off {what}, but "
+                f"{'that run' if len(refs) == 1 else 'those runs'} (run {', '.join(str(r.index) for r in refs)}) "
+                f"wrote no fusion_result.json or Build graph, unlike the baseline (run {base.index}): the job did not "
+                f"compile (a rule it needs was off?) or a compile cache skipped compiling, so whether the switch "
+                f"took effect cannot be checked. Disable compile caches and rerun with --fresh.")
+
     def _not_fusion(self, result):
         """All candidates off and still bad: say what that excludes, and no more. Rules that fired in that run
         without being candidates (switching a pass off can let another fuse the same pattern) leave the
@@ -1138,15 +1156,9 @@ class Session:
         refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome == BAD]
         fired = self.fired_in(refs[-1].paths) if refs else {}
         base = self.baseline_record()
-        if refs and base is not None and self._wrote_evidence(base.paths) and \
-                not any(self._wrote_evidence(r.paths) for r in refs):
-            # a compile cache hit (or a failed compile) writes neither: nothing shows the switch was read
-            return dataclasses.replace(result, status="inconclusive", message=(
-                f"With all {len(self.candidates)} candidate rules off the symptom is still there, but "
-                f"{'that run' if len(refs) == 1 else 'those runs'} (run {', '.join(str(r.index) for r in refs)}) "
-                f"wrote no fusion_result.json or Build graph, unlike the baseline (run {base.index}): the job did "
-                f"not compile (a rule it needs was off?) or a compile cache skipped compiling, so whether the "
-                f"switch took effect cannot be checked. Disable compile caches and rerun with --fresh."))
+        unchecked = self._switch_unchecked("the symptom is still there")
+        if unchecked:
+            return dataclasses.replace(result, status="inconclusive", message=unchecked)
         before = self.fired_in(base.paths) if base is not None else {}
         cands = set(self.candidates)
         news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
