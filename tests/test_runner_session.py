@@ -654,3 +654,15 @@ def test_a_session_built_without_the_switch_is_named(target, tmp_path):
     assert j["message"].startswith("The switch file was ignored by session_and_graph_id_1_2 (the candidate rules "
                                    "still fired there with every one turned off, run 2) but honoured by "
                                    "session_and_graph_id_0_1: a graph or session built without it")
+
+
+def test_found_beside_a_rule_that_ignores_its_switch_says_what_a_relative_oracle_cannot_tell(target, tmp_path):
+    from fusebisect.search import Search
+
+    target.env.update(T_FAULTY=RULES[3], T_IGNORE=RULES[1])
+    j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run().run_json
+    assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [[RULES[3]]]
+    assert f"Caution: {RULES[1]} ignored its switch and stayed on in every run, the reference included" in j["message"]
+    # with a good run defined, there is nothing to caution about
+    j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", expect=0.4, fresh=True).run().run_json
+    assert j["status"] == "found" and "Caution" not in j["message"]

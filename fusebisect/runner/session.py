@@ -1017,6 +1017,15 @@ class Session:
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
             result = self._unless_still_bad(result)
+            stuck = [e["rule"] for e in self.excluded if "ignore" in str(e.get("reason", ""))]
+            if result.status == "found" and stuck and self._relative_only():
+                # every run had those rules on, the reference too: GOOD only means "like that reference"
+                result = dataclasses.replace(result, message=(
+                    f"{result.message} Caution: {_short(stuck)} ignored {'its' if len(stuck) == 1 else 'their'} "
+                    f"switch and stayed on in every run, the reference included; under a relative oracle GOOD "
+                    f"means like that reference, so {'it' if len(stuck) == 1 else 'they'} may be the cause, which "
+                    f"the culprits found only make visible. Say what a good run is (--expect VALUE or --check "
+                    f"CMD) to tell."))
         elif result is not None and result.status == "not_reproduced" and \
                 (unchecked := self._switch_unchecked("the job ran like the baseline")):
             result = dataclasses.replace(result, status="inconclusive", message=unchecked)
