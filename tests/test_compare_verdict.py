@@ -328,3 +328,61 @@ def test_a_golden_npy_with_a_hashed_name_is_found_through_mapping_csv(tmp_path):
     (gold / "mapping.csv").write_text(f"900001.npy,{long}.0.{TS}.npy\n")
     report = compare_dumps(tmp_path / "my", gold)
     assert report.mode == "npy_by_name" and [round(r.cosine, 6) for r in report.rows if r.compared] == [1.0]
+
+
+def test_a_bfloat16_scalar_diverges_like_any_other(tmp_path):
+    import ml_dtypes
+
+    from fusebisect.compare.dumpfile import TensorSpec
+
+    for side, value in (("my", 2.6), ("gold", 2.3)):
+        (tmp_path / side).mkdir()
+        write_dump(tmp_path / side / f"Add.loss.1.{TS}", op_name="loss", inputs=[X],
+                   outputs=[TensorSpec(np.array([value], ml_dtypes.bfloat16))])
+    fd = compare_dumps(tmp_path / "my", tmp_path / "gold").first_divergence
+    assert fd["tensor"] == "loss:output:0" and fd["note"].startswith("a scalar: relative error 0.12")
+
+
+def test_one_leaf_of_one_model_however_the_path_is_written(tmp_path, capsys, monkeypatch):
+    """Two models in one device and iteration (a train and an eval graph) are two leaves; a leaf given as
+    '../0' keeps its iteration."""
+    def leaf(side, model, iteration):
+        return tmp_path / side / "20260101000000" / "0" / model / "1" / str(iteration)
+
+    for side in ("my", "gold"):
+        for it in (0, 5):
+            bad = side == "my" and it == 0
+            _dump(leaf(side, "train", it), "a", X * (1 + it) + (0.5 if bad else 0), 10 * it)
+            _dump(leaf(side, "train", it), "b", X * (1 + it), 10 * it + 1)
+            _dump(leaf(side, "eval", it), "c", X * (2 + it), 10 * it + 5)
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold")
+    assert {r.my_op for r in report.rows} == {"a", "b"}   # the train model, the one with more ops
+    assert "hold models eval, train; iterations 0, 5: compared device 0, model train, iteration 5" in report.notes[0]
+    monkeypatch.chdir(leaf("my", "train", 5))
+    assert main(["compare", "../0", str(tmp_path / "gold")]) == 1   # iteration 0 against iteration 0: a diverges
+    err = capsys.readouterr().err
+    assert "model train, iteration 0 only" in err and "\\\\[" not in err
+
+
+def test_of_graphs_naming_every_dumped_op_the_one_naming_fewer_others_maps_them(tmp_path):
+    # the fused train graph, then an eval graph of the same ops unfused, whose extra op was never dumped
+    def graph(ops):
+        return json.dumps({"graph": [{"name": "g", "op": [
+            {"name": n, "type": "Add", "id": i, "input": [],
+             "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": orig}}}]
+             + ([{"key": "pass_name", "value": {"list": {"val_type": 1, "s": passes}}}] if passes else [])}
+            for i, (n, orig, passes) in enumerate(ops)]}]})
+
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    (folder / "ge_proto_00000001_graph_1_Build.txt").write_text(graph([("x", ["x"], []), ("y", ["y"], ["P"])]))
+    (folder / "ge_proto_00000002_graph_2_Build.txt").write_text(graph([("x", ["x"], []), ("y", ["y"], []),
+                                                                      ("z", ["z"], [])]))
+    _dump(tmp_path / "my", "x", X, 0)
+    _dump(tmp_path / "my", "y", -X, 1)
+    _dump(tmp_path / "gold", "x", X, 0)
+    _dump(tmp_path / "gold", "y", X, 1)
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold", my_graph=folder,
+                           golden_graph=folder / "ge_proto_00000002_graph_2_Build.txt")
+    assert report.first_divergence["pass_names"] == ["P"]
+    assert "uses ge_proto_00000001_graph_1_Build.txt" in report.notes[0]

@@ -160,10 +160,8 @@ def register(app: typer.Typer) -> None:
             from fusebisect.compare.engine import compare_dumps
             report = compare_dumps(my, golden, my_graph=my_graph, golden_graph=golden_graph, cosine=cosine,
                                    max_abs_error=max_abs_error, op=op, jobs=jobs, ffts_direct=ffts_direct)
-        if report.notes:
-            from rich.markup import escape
-            for note in report.notes:
-                common.log(escape(f"note: {note}"))
+        for note in report.notes:
+            common.log(f"note: {note}")
         if csv_out is not None:
             from fusebisect.compare.csvout import write_csv
             write_csv(report, csv_out)

@@ -121,7 +121,8 @@ def _graph_for(graph, dumped, side: str, notes: list[str]):
     if sum(map(len, names)) == len(set().union(*names)):
         return merged   # no op name in two graphs: they are parts of one job
     covered = [len(n & dumped) for n in names]
-    best = max(range(len(each)), key=lambda i: (covered[i], i))   # the later file on a tie (a recompile)
+    undumped = [len(n - dumped) for n in names]   # an eval graph of unfused ops names ops never dumped
+    best = max(range(len(each)), key=lambda i: (covered[i], -undumped[i], i))   # then the later file (a recompile)
     if covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
         return merged
     notes.append(f"{graph} holds {len(files)} Build graphs sharing op names: the {side} side uses "
@@ -400,13 +401,25 @@ class _Pending:
 _SCALAR_FLOOR = 1e-5
 
 
+def _scalar(v: np.ndarray) -> complex | None:
+    """The one value of ``v`` (numpy or ml_dtypes: bfloat16, float8), or None when it is not a number."""
+    one = v.reshape(-1)[:1]
+    try:
+        if one.dtype.kind == "c":
+            return complex(one.astype(np.complex128)[0])
+        return complex(float(one.astype(np.float64)[0]))
+    except (TypeError, ValueError):
+        return None
+
+
 def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     """What the verdict needs beyond msaccucmp's metrics: NaN/Inf (:func:`_count_nonfinite`) and, for a scalar
     (a loss: its cosine is 1 whatever the values), the relative error."""
     _count_nonfinite(row, x, y)
-    if x.size == 1 and y.size == 1 and x.dtype.kind in "fciu" and y.dtype.kind in "fciu" and not row.nonfinite:
-        a, b = complex(x.reshape(-1)[0]), complex(y.reshape(-1)[0])
-        if math.isfinite(abs(a)) and math.isfinite(abs(b)):
+    if x.size == 1 and y.size == 1 and x.dtype.kind not in "bOSU" and y.dtype.kind not in "bOSU" \
+            and not row.nonfinite:
+        a, b = _scalar(x), _scalar(y)
+        if a is not None and b is not None and math.isfinite(abs(a)) and math.isfinite(abs(b)):
             # relative to the golden, but not below 1e-5: a scalar near zero (a centred mean) differs by rounding
             row.scalar_relative_error = abs(a - b) / max(abs(b), _SCALAR_FLOOR)
             if row.scalar_relative_error:

@@ -154,7 +154,7 @@ def read_mapping(directory: Path, bad: list | None = None) -> dict[str, str]:
 
 def _scan_dir(directory: Path, files: list[str], tree: DumpTree) -> None:
     mapping = read_mapping(directory, tree.bad) if MAPPING_FILE in files else {}
-    layout = _layout(directory.absolute())   # '.' inside a timestamp dir still has its device and iteration
+    layout = _layout(directory.resolve())   # '.' or '..' inside a dump tree still has its device and iteration
     for fname in files:
         if fname == MAPPING_FILE or fname.startswith("."):
             continue
@@ -183,7 +183,7 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
         original = mapping.get(root.name, root.name)
         parsed = parse_dump_name(original)
         if parsed is not None:
-            tree.entries.append(DumpEntry(root, parsed, *_layout(root.parent.absolute())))
+            tree.entries.append(DumpEntry(root, parsed, *_layout(root.parent.resolve())))
         else:
             tree.bad.append((root, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
                                    "{stream_id}.{timestamp}"))
@@ -218,7 +218,9 @@ def _leaf_key(group: tuple) -> tuple:
 def _describe_leaves(groups) -> str:
     devices = sorted({g[0] for g in groups if g[0] is not None}, key=int)
     iterations = sorted({g[3] for g in groups if g[3] is not None}, key=int)
+    models = sorted({g[1] for g in groups if g[1] is not None})
     parts = ([f"devices {', '.join(devices)}"] if len(devices) > 1 else []) + \
+        ([f"models {', '.join(models)}"] if len(models) > 1 else []) + \
         ([f"iterations {', '.join(iterations)}"] if len(iterations) > 1 else [])
     return "; ".join(parts) or f"{len(groups)} leaf directories"
 
@@ -233,7 +235,9 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None) -> tuple[DumpTree, Du
     grouped = [t.groups() for t in trees]
     if all(len(g) <= 1 for g in grouped):
         return my, golden, []
-    keys = [{(g[0], g[3]): g for g in groups} for groups in grouped]
+    # a leaf is (device, model name, iteration): model ids differ between runs, and one iteration of a device
+    # can hold several models (a train and an eval graph)
+    keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in grouped]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = []
     out: list[DumpTree] = []
@@ -242,11 +246,13 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None) -> tuple[DumpTree, Du
             out.append(tree)
             continue
         pool = [by_key[k] for k in common] if common else list(groups)
-        chosen = min(pool, key=_leaf_key)
+        chosen = min(pool, key=lambda g: (*_leaf_key(g), -len(groups[g])))   # then the model with most ops
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
-        device, _name, _mid, iteration = chosen
+        device, name, _mid, iteration = chosen
+        models = len({g[1] for g in groups})
         notes.append(f"{side} dumps in {tree.root} hold {_describe_leaves(groups)}: compared device {device}, "
-                     f"iteration {iteration} only (give a leaf directory to choose another)")
+                     + (f"model {name}, " if models > 1 else "")
+                     + f"iteration {iteration} only (give a leaf directory to choose another)")
         out.append(kept)
     return out[0], (out[1] if golden is not None else None), notes
 
