@@ -238,6 +238,11 @@ def test_an_interaction_that_is_a_dependency_says_which_member_needs_the_other(c
     assert cfg == {"Switch": {"GraphFusion": {"LogSoftmaxFusionPass": "off"}}}
     assert j["verify"]["outcome"] == "good"
     assert next(t for t in j["trials"] if t["index"] == j["executions"])["config_off"] == ["LogSoftmaxFusionPass"]
+    assert any(n.startswith("the production switch file keeps SoftmaxFusionPass on") for n in j["notes"])
+    main(["report", str(tmp_path / "w"), "--markdown", str(tmp_path / "r.md")])
+    md = (tmp_path / "r.md").read_text()
+    assert "## Notes" in md and "keeps SoftmaxFusionPass on" in md
     main(["report", str(tmp_path / "w")])
     out = " ".join(capsys.readouterr().out.split())
     assert "LogSoftmaxFusionPass fired only with SoftmaxFusionPass on: the likelier culprit" in out
+    assert "note: the production switch file keeps SoftmaxFusionPass on" in out   # kept in result.json

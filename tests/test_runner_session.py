@@ -663,6 +663,9 @@ def test_found_beside_a_rule_that_ignores_its_switch_says_what_a_relative_oracle
     j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run().run_json
     assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [[RULES[3]]]
     assert f"Caution: {RULES[1]} ignored its switch and stayed on in every run, the reference included" in j["message"]
+    from fusebisect.report.html import render_run
+    from fusebisect.report.model import load_run_view
+    assert "Caution:" in render_run(load_run_view(tmp_path / "w"))   # the whole verdict reaches the HTML report
     # with a good run defined, there is nothing to caution about
     j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", expect=0.4, fresh=True).run().run_json
     assert j["status"] == "found" and "Caution" not in j["message"]

@@ -116,6 +116,8 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     if status == "found":
         names = "; ".join(" + ".join(c.get("rules") or []) for c in culprits)
         body.append(verdict("found", f"<b>Culprit found:</b> {esc(names)}"))
+        if result.get("message"):   # the whole verdict: a caution, the runs it took
+            body.append(f"<p>{esc(result['message'])}</p>")
     elif status == "running":
         body.append(verdict("running", "<b>Run not finished</b> (interrupted or still running): "
                                        "rerun the same command to resume."))
@@ -127,6 +129,8 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
         body.append(section("Culprits", table(
             ["rule", "kind", "confidence", "direction", "fused ops it touched", "catalog description"], rows)))
     body.append(f"<p class=\"muted\">{esc(' · '.join(execution_facts(view)))}</p>")
+    if result.get("notes"):
+        body.append(section("Notes", "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in result["notes"]) + "</ul>"))
 
     series = {}
     for role, label in (("baseline", "baseline (all rules at default)"), ("reference", "reference (candidates off)"),

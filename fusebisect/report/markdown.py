@@ -23,6 +23,8 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     culprits = result.get("culprits") or []
     if status == "found":
         lines.append("**Culprit found:** " + "; ".join(" + ".join(c.get("rules") or []) for c in culprits))
+        if result.get("message"):
+            lines += ["", str(result["message"])]
     elif status == "running":
         lines.append("**Run not finished** (interrupted or still running): rerun the same command to resume.")
     else:
@@ -31,6 +33,8 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     executions, candidates = execution_facts(view)
     lines.append(f"{executions}, {candidates}.")
     lines.append("")
+    if result.get("notes"):
+        lines += ["## Notes", "", *(f"- {n}" for n in result["notes"]), ""]
     if culprits:
         lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
                   "|---|---|---|---|---|---|"]

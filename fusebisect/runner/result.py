@@ -147,6 +147,7 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         "unjudged": unjudged_runs(session.workdir, [r.index for r in session.records]),
         "repro": repro,
         "excluded": list(session.excluded),
+        "notes": list(dict.fromkeys(session.notes)),
         "switch_ignored": ignored,
         "prior": session.prior,
         "journal": str(session.journal.path),
@@ -232,6 +233,6 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             good = v["outcome"] == "good"
             console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
                           f"[/{'green' if good else 'red'}]" + (f" ({v['reason']})" if v["reason"] else ""))
-    for note in notes:
-        console.print(f"note: {note}")
+    for note in notes or j.get("notes") or []:   # `report` reads them from result.json
+        console.print(f"note: {note}", markup=False, highlight=False)
     console.print(f"journal: {j['journal']}", soft_wrap=True)
