@@ -246,3 +246,14 @@ def test_an_interaction_that_is_a_dependency_says_which_member_needs_the_other(c
     out = " ".join(capsys.readouterr().out.split())
     assert "LogSoftmaxFusionPass fired only with SoftmaxFusionPass on: the likelier culprit" in out
     assert "note: the production switch file keeps SoftmaxFusionPass on" in out   # kept in result.json
+
+
+def test_a_culprit_fused_with_a_pass_that_cannot_be_switched_off_carries_a_caution(capsys, tmp_path):
+    # the fault is in AReduceSumFusionPass (forbidden-close: on in every run, the reference too); turning off
+    # SoftmaxFusionPass, whose fused op it shares, makes the runs look like the faulty reference
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--metric-mode", "curve", "--rtol", "1e-3",
+                      "--workdir", str(tmp_path / "w"), "--", *SIM, "--steps", "20", "--faulty",
+                      "AReduceSumFusionPass")
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]], err
+    assert "Caution: AReduceSumFusionPass stayed on in every run, the reference included" in j["message"]
+    assert "--expect VALUE or --check CMD" in j["message"]

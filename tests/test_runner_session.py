@@ -662,7 +662,8 @@ def test_found_beside_a_rule_that_ignores_its_switch_says_what_a_relative_oracle
     target.env.update(T_FAULTY=RULES[3], T_IGNORE=RULES[1])
     j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run().run_json
     assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [[RULES[3]]]
-    assert f"Caution: {RULES[1]} ignored its switch and stayed on in every run, the reference included" in j["message"]
+    assert f"Caution: {RULES[1]} stayed on in every run, the reference included (a pass that cannot be switched " \
+           "off, or whose switch the job ignores)" in j["message"]
     from fusebisect.report.html import render_run
     from fusebisect.report.model import load_run_view
     assert "Caution:" in render_run(load_run_view(tmp_path / "w"))   # the whole verdict reaches the HTML report

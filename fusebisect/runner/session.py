@@ -1018,11 +1018,13 @@ class Session:
             switch_path, verify = self._production(result)
             result = self._unless_still_bad(result)
             stuck = [e["rule"] for e in self.excluded if "ignore" in str(e.get("reason", ""))]
+            stuck += [r for r in self._fused_with_excluded(result) if r not in stuck]
             if result.status == "found" and stuck and self._relative_only():
                 # every run had those rules on, the reference too: GOOD only means "like that reference"
                 result = dataclasses.replace(result, message=(
-                    f"{result.message} Caution: {_short(stuck)} ignored {'its' if len(stuck) == 1 else 'their'} "
-                    f"switch and stayed on in every run, the reference included; under a relative oracle GOOD "
+                    f"{result.message} Caution: {_short(stuck)} stayed on in every run, the reference included "
+                    f"(a pass that cannot be switched off, or whose switch the job ignores); under a relative "
+                    f"oracle GOOD "
                     f"means like that reference, so {'it' if len(stuck) == 1 else 'they'} may be the cause, which "
                     f"the culprits found only make visible. Say what a good run is (--expect VALUE or --check "
                     f"CMD) to tell."))
@@ -1142,6 +1144,27 @@ class Session:
         self.notes.append("the production switch file turns off the culprits found so far: a partial fix, "
                           + ("not sufficient (the job is still bad with it)" if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
+
+    def _fused_with_excluded(self, result) -> list[str]:
+        """Excluded rules (forbidden-close, switch ignored) that fused the same ops as a culprit in the baseline's
+        graph: always on, they may be what the culprit's fusion only makes visible."""
+        base = self.baseline_record()
+        if base is None:
+            return []
+        try:
+            graph = oracles.trial_graph(base.paths)
+        except Exception:   # no graph: nothing to tell
+            return []
+        if graph is None:
+            return []
+        excluded = {e["rule"] for e in self.excluded}
+        culprits = {r for c in result.culprits for r in c.rules}
+        found: list[str] = []
+        for op in graph.ops:
+            passes = set(op.pass_names or []) | ({op.ub_pass_name} if op.ub_pass_name else set())
+            if passes & culprits:
+                found += sorted(r for r in passes & excluded if r not in found)
+        return found
 
     def _switch_unchecked(self, what: str) -> str | None:
         """When the all-off runs wrote no fusion_result.json or Build graph but the baseline did, the verdict on
