@@ -270,3 +270,14 @@ def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
     assert j["message"].startswith("With all 1 candidate rules off the job ran like the baseline, but")
     assert "compile cache" in j["message"]
+
+
+def test_rerunning_with_no_verify_keeps_the_journals_verification(capsys, tmp_path):
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    argv = ["run", "--json", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w")]
+    assert main([*argv, "--", "bash", str(job)]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--no-verify", "--", "bash", str(job)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["verify"] == first["verify"] and again["executions"] == first["executions"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import shlex
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from fusebisect.report import plots
@@ -136,6 +137,9 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     for role, label in (("baseline", "baseline (all rules at default)"), ("reference", "reference (candidates off)"),
                         ("verify", "final (culprits off)")):
         t = view.trial_with_role(role)
+        verified = (result.get("verify") or {}).get("trial_dir")
+        if role == "verify" and verified:   # the run that verified the production file, not merely the last one
+            t = next((x for x in view.trials if x.trial_dir and Path(x.trial_dir) == Path(verified)), t)
         if t is not None:
             values = t.curve or ([t.metric] if t.metric is not None else [])
             if values:

@@ -1044,7 +1044,7 @@ class Session:
                     why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])
                     result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
-                and self.budget_spent):
+                and self.budget_spent and stop is None):   # a gate's stop is not the budget's
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
                                          f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
                                          f"to resume.")
@@ -1271,8 +1271,11 @@ class Session:
             # one more verification run, when the budget allows it, for a file that keeps those fusions on (a
             # rerun finds that run in the journal, whatever its outcome, and never runs it again)
             seen = self.observed(fewer[0]) or self._final_run(fewer[0])
-            if seen is None and self.opts.verify and not (self.budget_left() is not None
-                                                          and self.budget_left() < 1):
+            budget = not (self.budget_left() is not None and self.budget_left() < 1)
+            if seen is None and self.opts.verify and not budget:
+                self.notes.append(f"a production file keeping {', '.join(fewer[1])} on was not tried: the budget "
+                                  f"(--max-runs {self.opts.max_runs}) is spent; raise it and rerun to try it")
+            if seen is None and self.opts.verify and budget:
                 self.progress.log(f"verifying a production file that keeps {', '.join(fewer[1])} on")
                 seen = self.run_one(fewer[0], "verify", final=True)
             if seen is not None and seen.outcome == GOOD:
@@ -1298,6 +1301,8 @@ class Session:
         else:
             write_switch_file(target, cfg)
         verify = None
+        if not self.opts.verify:   # --no-verify runs nothing more, but a run of that file the journal has counts
+            verify = self.observed(off, on) or self._final_run(off, on)
         if self.opts.verify:
             # the engine's last step ("culprits off, everything else on: anything left?") is this very
             # configuration; a judged run of it is the verification, never rerun. A culprit that is bad while
