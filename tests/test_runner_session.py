@@ -666,7 +666,9 @@ def test_found_beside_a_rule_that_ignores_its_switch_says_what_a_relative_oracle
            "off, or whose switch the job ignores)" in j["message"]
     from fusebisect.report.html import render_run
     from fusebisect.report.model import load_run_view
-    assert "Caution:" in render_run(load_run_view(tmp_path / "w"))   # the whole verdict reaches the HTML report
+    html = render_run(load_run_view(tmp_path / "w"))
+    assert "Caution:" in html   # the whole verdict reaches the HTML report
+    assert f"{j['candidates']} candidate rules" in html   # the rule excluded during the run is not one of them
     # with a good run defined, there is nothing to caution about
     j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", expect=0.4, fresh=True).run().run_json
     assert j["status"] == "found" and "Caution" not in j["message"]

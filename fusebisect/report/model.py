@@ -68,8 +68,10 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.candidates = list(rec.get("candidates") or [])
             view.options = dict(rec.get("options") or {})
             view.excluded = list(rec.get("excluded") or [])
-        elif event == "exclude":
-            view.excluded += [{"rule": r, "reason": rec.get("reason") or ""} for r in rec.get("rules") or []]
+        elif event == "exclude":   # dropped from the candidates during the run (switch ignored), as run does
+            dropped = list(rec.get("rules") or [])
+            view.excluded += [{"rule": r, "reason": rec.get("reason") or ""} for r in dropped]
+            view.candidates = [c for c in view.candidates if c not in dropped]
         elif event == "candidates":
             view.candidates = list(rec.get("candidates") or [])
         elif event == "trial":
