@@ -224,6 +224,10 @@ def test_a_production_file_whose_every_run_crashes_is_not_found(capsys, tmp_path
     assert main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
                  "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]) == 1
     assert json.loads(capsys.readouterr().out)["executions"] == j["executions"]   # its INVALID run is in the journal
+    # a lower budget on the rerun stopped nothing: the search had ended on its own
+    assert main(["run", "--json", "--metric", "loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+                 "--max-runs", "3", "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]) == 1
+    assert "budget" not in json.loads(capsys.readouterr().out)["message"]
 
 
 def test_report_never_writes_over_the_production_file_or_the_trials(capsys, tmp_path):

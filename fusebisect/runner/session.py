@@ -1044,7 +1044,9 @@ class Session:
                     why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])
                     result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
-                and self.budget_spent and stop is None):   # a gate's stop is not the budget's
+                and self.budget_spent and stop is None   # a gate's stop is not the budget's, nor a search's own end
+                and ("execution budget" in result.message or result.message.startswith("No hypothesis reached")
+                     or any("max_executions" in n for n in getattr(result, "notes", []) or []))):
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
                                          f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
                                          f"to resume.")
@@ -1134,7 +1136,10 @@ class Session:
             state = f"the run {what} could not be judged (run {invalid[-1].index}: {invalid[-1].reason})"
         else:
             state = f"no run {what} was left to show the job good"
-        if self.budget_spent:
+        # the engine says when the budget cut it; a rerun with a lower --max-runs of a search that ended on its own
+        # spends the budget too, without having stopped anything
+        cut = any("max_executions" in n for n in getattr(result, "notes", []) or [])
+        if self.budget_spent and (cut or seen is None and not invalid):
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
                        f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "
                        f"the same command to resume.")
