@@ -1045,8 +1045,7 @@ class Session:
                     result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
                 and self.budget_spent and stop is None   # a gate's stop is not the budget's, nor a search's own end
-                and ("execution budget" in result.message or result.message.startswith("No hypothesis reached")
-                     or any("max_executions" in n for n in getattr(result, "notes", []) or []))):
+                and getattr(result, "budget_stopped", False)):
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
                                          f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
                                          f"to resume.")
@@ -1138,7 +1137,7 @@ class Session:
             state = f"no run {what} was left to show the job good"
         # the engine says when the budget cut it; a rerun with a lower --max-runs of a search that ended on its own
         # spends the budget too, without having stopped anything
-        cut = any("max_executions" in n for n in getattr(result, "notes", []) or [])
+        cut = getattr(result, "budget_stopped", False)
         if self.budget_spent and (cut or seen is None and not invalid):
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
                        f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "

@@ -300,6 +300,7 @@ class Search:
         self._found = []
         self._unconfirmed = set()
         self._stuck = []
+        self._budget_stopped = False   # set where the budget ends the search (reported in the result)
         self._advance()
 
     def _advance(self) -> None:
@@ -697,6 +698,7 @@ class Search:
                 if found:
                     self._notes.append("stopped at the run budget before ruling out more culprits")
                     return self._noisy_found(found)
+                self._budget_stopped = True
                 return self._noisy_result(top, p, exhausted=True)
             picks: list[tuple[int, str]] = []
             for _q, on in model.queries(post, count=self.workers):
@@ -737,7 +739,7 @@ class Search:
         return SearchResult(status=status, culprits=culprits, executions=self.executions,
                             bound=bound_for_sets(self._n, [len(c.rules) for c in culprits]), message=message,
                             boundary=boundary,
-                            notes=list(self._notes))
+                            notes=list(self._notes), budget_stopped=self._budget_stopped)
 
     def _det_result(self) -> SearchResult:
         found = self._found
@@ -769,6 +771,7 @@ class Search:
         return 0.5 if set(S) & self._unconfirmed else 1.0
 
     def _budget_result(self) -> SearchResult:
+        self._budget_stopped = True
         if self._found:
             self._notes.append("stopped at max_executions while looking for more culprits")
             return self._det_result()

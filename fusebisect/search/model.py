@@ -42,6 +42,7 @@ class SearchResult:
     ``status``: 'found' | 'not_reproduced' (baseline good) | 'not_fusion' (all candidates off still bad) |
     'inconclusive'. ``boundary`` is (good config, bad config) as OFF-sets differing only by the culprit
     set(s), so both sides can be reproduced. ``bound`` = ceil(log2 C(n,k)) + k + 3 for reporting.
+    ``budget_stopped``: the execution budget ended the search before it could finish.
     """
 
     status: str
@@ -51,6 +52,7 @@ class SearchResult:
     message: str
     boundary: tuple[frozenset[str], frozenset[str]] | None = None
     notes: list[str] = field(default_factory=list)
+    budget_stopped: bool = False
 
 
 def bound_for_sets(n: int, sizes: Sequence[int]) -> int:
