@@ -54,6 +54,7 @@ def _raise_terminated(signum, frame) -> None:
 
 
 LOCK_NAME = ".lock"
+SWITCH_IGNORED = "switch ignored: still fired when turned off"   # the reason of such an exclusion (journaled)
 
 
 @contextlib.contextmanager
@@ -467,13 +468,12 @@ class Session:
     def fired_in(self, paths: TrialPaths) -> dict:
         """The rules that fired in a trial (its fusion_result.json and Build graphs); {} when the job wrote
         neither, or (with a warning) when they cannot be read. Read once per trial dir (graphs can be large)."""
-        from fusebisect.compare.graph import find_build_graphs
         from fusebisect.rules.fired import fired_rules
 
         key = str(paths.trial_dir)
         if key in self._fired:
             return self._fired[key]
-        if not any(paths.trial_dir.rglob("fusion_result*.json")) and not find_build_graphs(paths.trial_dir):
+        if not self._wrote_evidence(paths):
             return {}  # the job wrote no statistics and no Build graph (yet: a pending trial may still write)
         unreadable: list[str] = []
         try:
@@ -559,7 +559,7 @@ class Session:
         if rec.off == self.all_off and rec.ignored:
             newly = [r for r in rec.ignored if r in self.candidates]
             if newly and len(newly) < len(self.candidates):
-                self.exclude(newly, "switch ignored: still fired when turned off")
+                self.exclude(newly, SWITCH_IGNORED)
         if rec.off == self.all_off and rec.outcome == GOOD:
             self._settle_pending()
         self.progress.finished(rec, self._engine_progress(), self.executed)
@@ -595,6 +595,10 @@ class Session:
             self.journal.append({"event": "exclude", "rules": list(rules), "reason": reason})
             self.progress.log(f"[yellow]excluded[/yellow] {', '.join(rules)}: {_esc(reason)}")
         self._rebuild = True
+
+    def _switch_ignored(self) -> list[str]:
+        """The rules excluded during the run because the job ignored their switch (they stayed on throughout)."""
+        return [e["rule"] for e in self.excluded if str(e.get("reason", "")).startswith(SWITCH_IGNORED)]
 
     @property
     def executed(self) -> int:
@@ -1017,7 +1021,7 @@ class Session:
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
             result = self._unless_still_bad(result)
-            stuck = [e["rule"] for e in self.excluded if "ignore" in str(e.get("reason", ""))]
+            stuck = self._switch_ignored()
             stuck += [r for r in self._fused_with_excluded(result) if r not in stuck]
             if result.status == "found" and stuck and self._relative_only():
                 # every run had those rules on, the reference too: GOOD only means "like that reference"
@@ -1201,7 +1205,7 @@ class Session:
         fixed = [r for r in news if self.catalog.get(r) is not None and not self.catalog.get(r).can_disable]
         outside = [r for r in fired if r not in cands and r not in fixed and getattr(fired[r], "effect_times", 1) > 0
                    and (self.catalog.get(r) is None or self.catalog.get(r).can_disable)]
-        ignored = [e["rule"] for e in self.excluded if "ignore" in str(e.get("reason", ""))]
+        ignored = self._switch_ignored()
         stuck = [r for r in outside if r in ignored]   # no switch file can turn these off: not worth a rerun
         outside = [r for r in outside if r not in ignored]
         n = len(self.candidates)
