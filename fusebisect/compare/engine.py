@@ -110,13 +110,11 @@ def _graph_for(graph, dumped, side: str, notes: list[str]):
     names) is used, with a note."""
     if graph is None or hasattr(graph, "ops") or not Path(graph).is_dir():
         return _load_graph(graph)
-    from fusebisect.compare.graph import find_build_graphs, load_graph
+    from fusebisect.compare.graph import load_graph_files
 
-    merged = load_graph(graph)
-    files = find_build_graphs(graph)
-    if len(files) < 2:
+    merged, each = load_graph_files(graph)
+    if len(each) < 2:
         return merged
-    each = [(f, load_graph(f)) for f in files]
     names = [{mp.lookup_name(o.name) for o in g.ops} for _f, g in each]
     if sum(map(len, names)) == len(set().union(*names)):
         return merged   # no op name in two graphs: they are parts of one job
@@ -125,7 +123,7 @@ def _graph_for(graph, dumped, side: str, notes: list[str]):
     best = max(range(len(each)), key=lambda i: (covered[i], -undumped[i], i))   # then the later file (a recompile)
     if covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
         return merged
-    notes.append(f"{graph} holds {len(files)} Build graphs sharing op names: the {side} side uses "
+    notes.append(f"{graph} holds {len(each)} Build graphs sharing op names: the {side} side uses "
                  f"{each[best][0].name}, which names {covered[best]} of the {len(dumped)} op dumps (the others: "
                  f"{', '.join(f.name for i, (f, _g) in enumerate(each) if i != best)})")
     return each[best][1]

@@ -504,21 +504,39 @@ def load_graph(path) -> Graph:
         return _load_graph(Path(path))
 
 
+def load_graph_files(directory) -> tuple[Graph, list[tuple[Path, Graph]]]:
+    """Return the merged graph of a directory (as :func:`load_graph`) and each Build file's own graph, every file
+    parsed once. Raises GraphFormatError as :func:`load_graph`."""
+    p = Path(directory)
+    with no_gc():
+        parts = _parse_build_files(p)
+        return _merged(p, parts), [(f, Graph(path=f, ops=ops_from_raw_graphs(raws))) for f, raws in parts]
+
+
+def _parse_build_files(p: Path) -> list[tuple[Path, list[RawGraph]]]:
+    files = find_build_graphs(p)
+    if not files:
+        raise GraphFormatError("no Build-stage graph (ge_proto_*Build*.txt) found in the directory", path=p)
+    return [(f, parse_graph_bytes(_read_bytes(f), f)) for f in files]
+
+
+def _merged(p: Path, parts: list[tuple[Path, list[RawGraph]]]) -> Graph:
+    """One graph of every file's graphs; of two graphs of the same name, the later dump wins."""
+    by_name: dict[str, RawGraph] = {}
+    unnamed: list[RawGraph] = []
+    for _f, raws in parts:
+        for g in raws:
+            if g.name:
+                by_name.pop(g.name, None)
+                by_name[g.name] = g
+            else:
+                unnamed.append(g)
+    return Graph(path=p, ops=ops_from_raw_graphs(list(by_name.values()) + unnamed))
+
+
 def _load_graph(p: Path) -> Graph:
     if p.is_dir():
-        files = find_build_graphs(p)
-        if not files:
-            raise GraphFormatError("no Build-stage graph (ge_proto_*Build*.txt) found in the directory", path=p)
-        by_name: dict[str, RawGraph] = {}
-        unnamed: list[RawGraph] = []
-        for f in files:
-            for g in parse_graph_bytes(_read_bytes(f), f):
-                if g.name:
-                    by_name.pop(g.name, None)
-                    by_name[g.name] = g
-                else:
-                    unnamed.append(g)
-        return Graph(path=p, ops=ops_from_raw_graphs(list(by_name.values()) + unnamed))
+        return _merged(p, _parse_build_files(p))
     return Graph(path=p, ops=ops_from_raw_graphs(parse_graph_bytes(_read_bytes(p), p)))
 
 

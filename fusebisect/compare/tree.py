@@ -229,14 +229,14 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None) -> tuple[DumpTree, Du
     """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
     several iterations or devices are different data, never one pool of ops (an op missing from one iteration
     would be compared with another iteration's). The leaf kept is the latest iteration, then the lowest
-    device, among those both trees have (matched by device and iteration: model ids differ between runs);
-    returns the trees and a note per tree that held more than one leaf."""
+    device, then the model with the most ops, among those both trees have (matched by device, model name and
+    iteration: model ids differ between runs); returns the trees and a note per tree that held more than one
+    leaf."""
     trees = [t for t in (my, golden) if t is not None]
     grouped = [t.groups() for t in trees]
     if all(len(g) <= 1 for g in grouped):
         return my, golden, []
-    # a leaf is (device, model name, iteration): model ids differ between runs, and one iteration of a device
-    # can hold several models (a train and an eval graph)
+    # one iteration of a device can hold several models (a train and an eval graph)
     keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in grouped]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = []
