@@ -3,7 +3,8 @@
 Oracles:
 
 - exit status (default): exit 0 good, 125 skip, 1-127 bad, anything else (killed by a signal) invalid;
-- ``--metric REGEX`` (one capture group, a number) read from stdout+stderr; ``last`` (the last match) or
+- ``--metric REGEX`` (one capture group, a number) read from stdout, or from stderr when stdout has no match;
+  ``last`` (the last match) or
   ``curve`` (every match, compared point by point over the reference's length: a curve that ends before the
   reference's is bad, the job stopped early); good when within ``rtol``/``atol`` of
   the reference run (the all-candidates-off configuration) or of ``--expect``;
