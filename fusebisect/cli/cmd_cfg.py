@@ -124,18 +124,12 @@ Example: fusebisect cfg check fusion_switch.cfg
             "--allow-unknown-rules", help="Names the catalog lacks are custom or newer passes: a note, not a "
                                           "warning (as run --allow-unknown-rules).")] = False,
     ) -> None:
-        import dataclasses
-
         from fusebisect.rules.catalog import default_catalog
         from rich.markup import escape
 
         from fusebisect.rules.switchfile import check_switch_file
 
-        report = check_switch_file(file, default_catalog())
-        if allow_unknown_rules:
-            report.problems = [dataclasses.replace(p, severity="info", message=(
-                f"{f'Switch.{p.section}.' if p.section else ''}{p.rule}: {p.rule!r} is not in the catalog "
-                "(allowed: --allow-unknown-rules)")) if p.code == "unknown-rule" else p for p in report.problems]
+        report = check_switch_file(file, default_catalog(), allow_unknown=allow_unknown_rules)
         if json_out:
             common.print_json(report.to_json())
         else:

@@ -760,14 +760,14 @@ def _schema_problems(root: Node, text: str) -> list[Problem]:
     return out
 
 
-def check_switch_text(text: str, catalog: Catalog, path=None) -> CheckReport:
+def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: bool = False) -> CheckReport:
     """Lint a switch file's text against CANN's rules and the catalog; return every finding.
 
     Errors: invalid JSON (with position), syntax CANN rejects (comments, trailing commas), invalid keys or values,
     invalid names, duplicates. Warnings: unknown names (with did-you-mean), case mismatches, documentation
     spellings, a rule in the wrong section, rules that can never be disabled, an ``ALL: off`` that leaves
-    built-in explicit ``on`` entries on. Infos: a BOM, the old format, what ``ALL`` never closes. Never raises for
-    content problems.
+    built-in explicit ``on`` entries on. Infos: a BOM, the old format, what ``ALL`` never closes; with
+    ``allow_unknown``, names the catalog lacks (custom passes) too. Never raises for content problems.
     """
     problems: list[Problem] = []
     where: dict[tuple[str, str], tuple[int, int]] = {}
@@ -799,7 +799,7 @@ def check_switch_text(text: str, catalog: Catalog, path=None) -> CheckReport:
         cfg = _interpret_legacy(text, problems, where)
         problems.append(Problem("info", "legacy-format", "old line format: every entry applies to both GraphFusion "
                                 "and UBFusion", 1, 1))
-    problems.extend(_catalog_problems(cfg, catalog, where))
+    problems.extend(_catalog_problems(cfg, catalog, where, allow_unknown))
     problems.sort(key=lambda p: (p.line or 0, p.column or 0))
     return CheckReport(None if path is None else str(path), fmt, problems, cfg)
 
@@ -810,7 +810,8 @@ def name_problems(cfg: SwitchConfig, catalog: Catalog) -> list[Problem]:
     return _catalog_problems(cfg, catalog, {})
 
 
-def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[Problem]:
+def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
+                      allow_unknown: bool = False) -> list[Problem]:
     out: list[Problem] = []
     sections = [GRAPH] if cfg.legacy else list(KINDS)
     for sec in sections:
@@ -832,6 +833,9 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[
                 elif catalog.case_matches(name):
                     add("warning", "case-mismatch", f"{label}: no rule {name!r}; names are case-sensitive: did you "
                         f"mean {' or '.join(repr(n) for n in catalog.case_matches(name))}?")
+                elif allow_unknown:   # a custom pass, as run --allow-unknown-rules takes it
+                    add("info", "unknown-rule", f"{label}: {name!r} is not in the catalog (allowed: "
+                        "--allow-unknown-rules)")
                 else:
                     hints = catalog.suggest(name)
                     add("warning", "unknown-rule", f"{label}: {name!r} is not in the catalog"
@@ -889,6 +893,7 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict) -> list[
     return out
 
 
-def check_switch_file(path, catalog: Catalog) -> CheckReport:
+def check_switch_file(path, catalog: Catalog, *, allow_unknown: bool = False) -> CheckReport:
     """Lint the file at ``path``. Raises SwitchFileError if it is missing, a directory, unreadable or not UTF-8."""
-    return check_switch_text(decode_switch_bytes(read_switch_bytes(path), path), catalog, path)
+    return check_switch_text(decode_switch_bytes(read_switch_bytes(path), path), catalog, path,
+                             allow_unknown=allow_unknown)
