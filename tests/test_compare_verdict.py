@@ -295,6 +295,9 @@ def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, cap
     # a leaf given: that leaf, no note
     report = compare_dumps(leaf("my", 1, 0), leaf("gold", 1, 0))
     assert report.first_divergence is None and not report.notes and sum(r.compared for r in report.rows) == 4
+    # the earliest iteration on request (the run's dump prior: later steps ran on drifted weights)
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold", leaf="earliest")
+    assert sum(r.compared for r in report.rows) == 4 and "device 0, iteration 0 only" in report.notes[0]
 
 
 def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):

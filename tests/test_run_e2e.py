@@ -110,6 +110,17 @@ def test_metric_with_dump_prior_needs_few_runs(capsys, tmp_path):
     assert "MatMulBiasAddFusionPass" in (j["prior"] or [])
 
 
+def test_dump_prior_reads_the_earliest_dumped_step(capsys, tmp_path):
+    """By step 19 the softmax fault has drifted the weights, and the first divergent op there is an innocent
+    GELU fusion; step 0 still points at the softmax."""
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "SoftmaxFusionPass", "--dump-step", "0,19")
+    assert rc == 0, err
+    assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]]
+    assert "SoftmaxFusionPass" in (j["prior"] or [])
+    assert j["executions"] <= 4
+
+
 def test_flaky_job(capsys, tmp_path):
     rc, j, err = _run(capsys, "--flaky", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
                       *SIM, "--faulty", "SoftmaxFusionPass", "--flaky", "0.1", "--seed", "3")

@@ -140,7 +140,7 @@ def _dir_has_npy(path: Path) -> bool:
 
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
-                  jobs: int | None = 1, ffts_direct: bool = False) -> CompareReport:
+                  jobs: int | None = 1, ffts_direct: bool = False, leaf: str = "latest") -> CompareReport:
     """Compares my dump against the golden data, msaccucmp style.
 
     ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
@@ -148,13 +148,16 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     FFTS+ thread files of one op are merged into one dump (:mod:`fusebisect.compare.ffts`); ``ffts_direct``
     keeps the op names of the files as they are (msaccucmp ``-ffts``: manual-mode slices compared one to one).
     A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. ``jobs``: worker processes
-    over ops; ``None`` (or 0) picks :func:`auto_jobs` for the number of ops. Returns a
+    over ops; ``None`` (or 0) picks :func:`auto_jobs` for the number of ops. ``leaf``: which iteration of a
+    dump holding several is compared, 'latest' or 'earliest' (see ``tree.one_leaf``). Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
     from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps, scan_golden
 
     algorithms = normalize_algorithms(algorithms)
+    if leaf not in ("latest", "earliest"):
+        raise UsageError(f"leaf must be 'latest' or 'earliest', got {leaf!r}")
     my_path, golden_path = Path(my), Path(golden)
     if not my_path.exists():
         raise UsageError(f"{my_path}: no such dump location")
@@ -164,7 +167,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     with_graph = my_graph is not None
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
     golden_tree = None if golden_npy else scan_dumps(golden_path)
-    my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree)
+    my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:
         raise DumpFormatError(f"no op dump files found in {my_path}")

@@ -209,10 +209,12 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
     return tree
 
 
-def _leaf_key(group: tuple) -> tuple:
-    """Sort key of a (device, model_name, model_id, iteration) group: latest iteration, then lowest device."""
+def _leaf_key(group: tuple, earliest: bool = False) -> tuple:
+    """Sort key of a (device, model_name, model_id, iteration) group: latest (or earliest) iteration, then lowest
+    device."""
     device, _name, _mid, iteration = group
-    return (-int(iteration) if iteration is not None else 1, int(device) if device is not None else -1)
+    step = (int(iteration) if earliest else -int(iteration)) if iteration is not None else 1
+    return (step, int(device) if device is not None else -1)
 
 
 def _describe_leaves(groups) -> str:
@@ -225,13 +227,14 @@ def _describe_leaves(groups) -> str:
     return "; ".join(parts) or f"{len(groups)} leaf directories"
 
 
-def one_leaf(my: DumpTree, golden: DumpTree | None = None) -> tuple[DumpTree, DumpTree | None, list[str]]:
+def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
+             earliest: bool = False) -> tuple[DumpTree, DumpTree | None, list[str]]:
     """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
     several iterations or devices are different data, never one pool of ops (an op missing from one iteration
-    would be compared with another iteration's). The leaf kept is the latest iteration, then the lowest
-    device, then the model with the most ops, among those both trees have (matched by device, model name and
-    iteration: model ids differ between runs); returns the trees and a note per tree that held more than one
-    leaf."""
+    would be compared with another iteration's). The leaf kept is the latest iteration (``earliest``: the
+    earliest), then the lowest device, then the model with the most ops, among those both trees have (matched
+    by device, model name and iteration: model ids differ between runs); returns the trees and a note per tree
+    that held more than one leaf."""
     trees = [t for t in (my, golden) if t is not None]
     grouped = [t.groups() for t in trees]
     if all(len(g) <= 1 for g in grouped):
@@ -246,7 +249,7 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None) -> tuple[DumpTree, Du
             out.append(tree)
             continue
         pool = [by_key[k] for k in common] if common else list(groups)
-        chosen = min(pool, key=lambda g: (*_leaf_key(g), -len(groups[g])))   # then the model with most ops
+        chosen = min(pool, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g])))   # then the model with most ops
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
         device, name, _mid, iteration = chosen
         models = len({g[1] for g in groups})

@@ -327,9 +327,10 @@ def _reference_graph(graph_dir: Path):
 
 
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
-                        max_abs_error: float | None = None, require_graphs: bool = False):
+                        max_abs_error: float | None = None, require_graphs: bool = False, leaf: str = "latest"):
     """Compare a trial's dumps (my side) with the reference trial's (golden side), mapping fused ops through both
-    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`). Returns the CompareReport, or
+    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`); ``leaf`` picks the iteration
+    when several were dumped ('latest', or 'earliest'). Returns the CompareReport, or
     None when either side has no dumps. Raises DumpFormatError/GraphFormatError for unreadable inputs, and
     FusebisectError when ``require_graphs`` and either trial has no Build graph."""
     if not has_dumps(paths) or not has_dumps(reference_paths):
@@ -343,7 +344,14 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
             if graph is None:
                 raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
     return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
-                         algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error)
+                         algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf)
+
+
+def several_iterations(paths: TrialPaths) -> bool:
+    """Return True when the trial dumped more than one iteration (step)."""
+    from fusebisect.compare.tree import scan_dumps
+
+    return len({group[3] for group in scan_dumps(paths.dump_dir).groups()}) > 1
 
 
 def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:

@@ -907,9 +907,15 @@ class Session:
         if not (oracles.has_dumps(base.paths) and oracles.has_dumps(ref.paths)):
             return
         try:
-            report = oracles.compare_trial_dumps(base.paths, ref.paths, cosine=self.opts.cosine,
-                                                 max_abs_error=self.opts.max_abs_error,
-                                                 require_graphs=self.opts.graph_dump)
+            # The earliest dumped iteration: later ones ran on weights the fault has already drifted, and their
+            # first divergence can be an innocent op. When it shows none, the latest (a fault can need steps).
+            report = None
+            for leaf in ("earliest", "latest"):
+                if report is not None and (report.first_divergence or not oracles.several_iterations(base.paths)):
+                    break
+                report = oracles.compare_trial_dumps(base.paths, ref.paths, cosine=self.opts.cosine,
+                                                     max_abs_error=self.opts.max_abs_error,
+                                                     require_graphs=self.opts.graph_dump, leaf=leaf)
         except ImportError as exc:  # compare engine unavailable
             self.notes.append(f"no dump prior: {exc}")
             return
