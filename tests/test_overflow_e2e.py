@@ -403,6 +403,22 @@ def test_an_op_dump_from_another_iteration_or_after_the_record_is_never_matched(
     assert found.dump_file is None
 
 
+def test_an_op_dump_from_another_run_of_the_same_dump_root_is_never_matched(tmp_path):
+    # one dump_path, two runs: each run has its own timestamp dir with the same device/model/iteration numbers
+    run1 = tmp_path / "20240101000000" / "0" / "net" / "1" / "0"
+    run2 = tmp_path / "20240102000000" / "0" / "net" / "1" / "0"
+    run1.mkdir(parents=True)
+    run2.mkdir(parents=True)
+    write_op(run1, "MatMulV2", "run1_op", 5, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_op(run2, "Add", "run2_other", 3, 0, T0 + 1_000_000, [CLEAN], [CLEAN], "binary")
+    write_opdebug(run2, new_record(5, 0, 0x20), T0 + 1_000_010, "binary")
+    [found] = analyse(tmp_path).overflows
+    assert found.dump_file is None and found.op_name == "?"
+    write_op(run2, "Mul", "run2_op", 5, 0, T0 + 1_000_005, [CLEAN], [SATURATED], "binary")
+    [found] = analyse(tmp_path).overflows
+    assert found.op_name == "run2_op"
+
+
 def test_a_partly_unreadable_opdebug_file_is_no_verdict(tmp_path, capsys):
     # output 0 holds a zero status, output 1 cannot be decoded: the overflow may be in it
     good = np.frombuffer(new_record(3, 0, 0), dtype=np.uint8)

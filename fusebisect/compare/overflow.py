@@ -511,8 +511,10 @@ def _is_debug(entry) -> bool:
     return entry.op_type == "Opdebug" or entry.path.name.startswith("Opdebug.Node_OpDebug.")
 
 
-def _group_key(entry) -> tuple:
-    return (entry.device, entry.model_name, entry.model_id, entry.iteration)
+def _leaf_dir(entry) -> Path:
+    """The directory of a dump file: one iteration of one run (a dump root keeps each run in its own timestamp
+    directory, and the same device, model and iteration numbers recur in every run)."""
+    return entry.path.parent
 
 
 def _iteration_dict(entry) -> dict:
@@ -662,7 +664,7 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
     index: dict[tuple, dict[tuple[int, int], list]] = {}
     for e in tree.entries:
         if not _is_debug(e):
-            index.setdefault(_group_key(e), {}).setdefault((int(e.task_id), _stream(e)), []).append(e)
+            index.setdefault(_leaf_dir(e), {}).setdefault((int(e.task_id), _stream(e)), []).append(e)
 
     from fusebisect.compare.dumpfile import read_dump
 
@@ -695,7 +697,7 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                 if not rec.overflow:
                     continue
                 any_overflow = True
-                cands = index.get(_group_key(dbg), {}).get((rec.task_id, rec.stream_id), [])
+                cands = index.get(_leaf_dir(dbg), {}).get((rec.task_id, rec.stream_id), [])
                 op = _match(rec, cands, dbg.timestamp)
                 ts = op.timestamp if op is not None else dbg.timestamp
                 found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
