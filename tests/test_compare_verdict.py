@@ -300,6 +300,24 @@ def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, cap
     assert sum(r.compared for r in report.rows) == 4 and "device 0, iteration 0 only" in report.notes[0]
 
 
+def test_a_dump_root_holding_two_runs_compares_the_latest_run_only(tmp_path):
+    """A dump_path reused by two runs holds two timestamp directories with the same device/model/iteration: an op
+    the latest run did not dump must not be taken from the earlier run."""
+    def leaf(side, stamp):
+        return tmp_path / side / stamp / "0" / "net" / "1" / "0"
+
+    _dump(leaf("my", "20260101000000"), "a", X, 1)
+    _dump(leaf("my", "20260101000000"), "b", -X, 2)      # the earlier run's b diverges
+    _dump(leaf("my", "20260102000000"), "a", X, 3)       # the latest run dumped a only
+    for op, ts in (("a", 1), ("b", 2)):
+        _dump(leaf("gold", "20260101000000"), op, X, ts)
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold")
+    assert report.first_divergence is None
+    assert {r.tensor for r in report.rows if r.compared} == {"a:input:0", "a:output:0"}
+    assert "hold runs 20260101000000, 20260102000000: compared run 20260102000000, device 0, iteration 0" \
+        in report.notes[0]
+
+
 def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):
     """A loss is a scalar: its cosine is 1 whatever the values (msaccucmp: "This tensor is scalar."), so the
     verdict takes its relative error against 1 - --cosine (1 % by default)."""

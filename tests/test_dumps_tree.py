@@ -52,8 +52,9 @@ def test_scan_root_groups_and_orders(tmp_path):
     assert [e.op_name for e in tree.entries] == ["relu1", "Node_OpDebug", "x" * 200, "conv1", "conv1"]
     assert [e.timestamp for e in tree.entries] == sorted(e.timestamp for e in tree.entries)
     groups = tree.groups()
-    assert list(groups) == [("0", "resnet", "1", "0"), ("0", "resnet", "1", "1")]
-    assert [e.op_type for e in groups[("0", "resnet", "1", "0")]] == ["Relu", "Opdebug", "MatMul", "Conv2D"]
+    assert list(groups) == [("0", "resnet", "1", "0", "20240101120000"), ("0", "resnet", "1", "1", "20240101120000")]
+    assert [e.op_type for e in groups[("0", "resnet", "1", "0", "20240101120000")]] == \
+        ["Relu", "Opdebug", "MatMul", "Conv2D"]
     hashed = next(e for e in tree.entries if e.op_type == "MatMul")
     assert hashed.path == leaf_a / "12345" and hashed.task_id == 5
     assert [(p.name, "not {op_type}" in r) for p, r in tree.bad] == [("not_a_dump", True)]
@@ -65,7 +66,7 @@ def test_scan_timestamp_and_leaf_dirs(tmp_path, level):
     leaf_a, _ = _tree(tmp_path)
     start = leaf_a.parents[4 - level] if level < 5 else leaf_a
     tree = scan_dumps(start)
-    assert {e.group for e in tree.entries} >= {("0", "resnet", "1", "0")}
+    assert {e.group for e in tree.entries} >= {("0", "resnet", "1", "0", "20240101120000")}
     assert all(e.device == "0" for e in tree.entries)
 
 
@@ -73,7 +74,7 @@ def test_scan_single_file_and_flat_dir(tmp_path):
     path = _dump(tmp_path / "Add.add1.1.0.7")
     tree = scan_dumps(path)
     assert [(e.op_name, e.device) for e in tree.entries] == [("add1", None)]
-    assert scan_dumps(tmp_path).entries[0].group == (None, None, None, None)
+    assert scan_dumps(tmp_path).entries[0].group == (None, None, None, None, None)
     with pytest.raises(DumpFormatError, match="no such file"):
         scan_dumps(tmp_path / "missing")
 

@@ -78,6 +78,7 @@ class DumpEntry:
     model_name: str | None
     model_id: str | None
     iteration: str | None
+    run: str | None = None   # the timestamp directory: one run of the job (a dump_path keeps one per run)
 
     @property
     def op_type(self) -> str:
@@ -101,8 +102,8 @@ class DumpEntry:
 
     @property
     def group(self) -> tuple:
-        """(device, model_name, model_id, iteration)."""
-        return (self.device, self.model_name, self.model_id, self.iteration)
+        """(device, model_name, model_id, iteration, run)."""
+        return (self.device, self.model_name, self.model_id, self.iteration, self.run)
 
 
 @dataclass
@@ -114,21 +115,22 @@ class DumpTree:
     bad: list[tuple[Path, str]] = field(default_factory=list)  # (file, reason), reported not fatal
 
     def groups(self) -> dict[tuple, list[DumpEntry]]:
-        """Return entries grouped by (device, model_name, model_id, iteration), each in execution order."""
+        """Return entries grouped by (device, model_name, model_id, iteration, run), each in execution order."""
         out: dict[tuple, list[DumpEntry]] = {}
         for entry in self.entries:
             out.setdefault(entry.group, []).append(entry)
         return out
 
 
-def _layout(directory: Path) -> tuple[str | None, str | None, str | None, str | None]:
-    """(device, model_name, model_id, iteration) if ``directory`` is a CANN leaf dir, else all None."""
+def _layout(directory: Path) -> tuple[str | None, str | None, str | None, str | None, str | None]:
+    """(device, model_name, model_id, iteration, run timestamp) if ``directory`` is a CANN leaf dir, else all
+    None."""
     parts = directory.parts
     if len(parts) >= 5:
         stamp, device, model_name, model_id, iteration = parts[-5:]
         if stamp.isdigit() and device.isdigit() and model_id.isdigit() and iteration.isdigit():
-            return device, model_name, model_id, iteration
-    return None, None, None, None
+            return device, model_name, model_id, iteration, stamp
+    return None, None, None, None, None
 
 
 def read_mapping(directory: Path, bad: list | None = None) -> dict[str, str]:
@@ -210,18 +212,20 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
 
 
 def _leaf_key(group: tuple, earliest: bool = False) -> tuple:
-    """Sort key of a (device, model_name, model_id, iteration) group: latest (or earliest) iteration, then lowest
-    device."""
-    device, _name, _mid, iteration = group
+    """Sort key of a (device, model_name, model_id, iteration, run) group: latest (or earliest) iteration, then
+    lowest device, then the latest run."""
+    device, _name, _mid, iteration, run = group
     step = (int(iteration) if earliest else -int(iteration)) if iteration is not None else 1
-    return (step, int(device) if device is not None else -1)
+    return (step, int(device) if device is not None else -1, -int(run) if run is not None else 1)
 
 
 def _describe_leaves(groups) -> str:
     devices = sorted({g[0] for g in groups if g[0] is not None}, key=int)
     iterations = sorted({g[3] for g in groups if g[3] is not None}, key=int)
     models = sorted({g[1] for g in groups if g[1] is not None})
-    parts = ([f"devices {', '.join(devices)}"] if len(devices) > 1 else []) + \
+    runs = sorted({g[4] for g in groups if g[4] is not None}, key=int)
+    parts = ([f"runs {', '.join(runs)}"] if len(runs) > 1 else []) + \
+        ([f"devices {', '.join(devices)}"] if len(devices) > 1 else []) + \
         ([f"models {', '.join(models)}"] if len(models) > 1 else []) + \
         ([f"iterations {', '.join(iterations)}"] if len(iterations) > 1 else [])
     return "; ".join(parts) or f"{len(groups)} leaf directories"
@@ -233,14 +237,16 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
     several iterations or devices are different data, never one pool of ops (an op missing from one iteration
     would be compared with another iteration's). The leaf kept is the latest iteration (``earliest``: the
     earliest), then the lowest device, then the model with the most ops, among those both trees have (matched
-    by device, model name and iteration: model ids differ between runs); returns the trees and a note per tree
-    that held more than one leaf."""
+    by device, model name and iteration: model ids differ between runs), of the latest run when a dump_path
+    holds several (timestamp directories); returns the trees and a note per tree that held more than one leaf."""
     trees = [t for t in (my, golden) if t is not None]
     grouped = [t.groups() for t in trees]
     if all(len(g) <= 1 for g in grouped):
         return my, golden, []
-    # one iteration of a device can hold several models (a train and an eval graph)
-    keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in grouped]
+    # one iteration of a device can hold several models (a train and an eval graph), and a dump_path one
+    # timestamp directory per run: of the same (device, model, iteration) in several runs the latest is kept
+    keys = [{(g[0], g[1], g[3]): g for g in sorted(groups, key=lambda g: _leaf_key(g), reverse=True)}
+            for groups in grouped]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = []
     out: list[DumpTree] = []
@@ -251,9 +257,11 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
         pool = [by_key[k] for k in common] if common else list(groups)
         chosen = min(pool, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g])))   # then the model with most ops
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
-        device, name, _mid, iteration = chosen
+        device, name, _mid, iteration, run = chosen
         models = len({g[1] for g in groups})
-        notes.append(f"{side} dumps in {tree.root} hold {_describe_leaves(groups)}: compared device {device}, "
+        runs = len({g[4] for g in groups})
+        notes.append(f"{side} dumps in {tree.root} hold {_describe_leaves(groups)}: compared "
+                     + (f"run {run}, " if runs > 1 else "") + f"device {device}, "
                      + (f"model {name}, " if models > 1 else "")
                      + f"iteration {iteration} only (give a leaf directory to choose another)")
         out.append(kept)
