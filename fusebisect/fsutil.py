@@ -8,7 +8,29 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+from fusebisect.errors import UsageError
+
+
+def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
+                        inputs: Iterable[str | os.PathLike[str] | None], *, new_file_ok: bool = True) -> None:
+    """Raise UsageError when output ``out`` (given with option ``flag``) would replace an input: it is one of the
+    ``inputs``, or an existing file inside an input directory (a dump, a golden .npy, a graph). With
+    ``new_file_ok`` False anything inside an input directory is refused (outputs that would mix into the data).
+    Symlinks are followed."""
+    if out is None:
+        return
+    where = Path(out).resolve()
+    for given in inputs:
+        if given is None:
+            continue
+        source = Path(given).resolve()
+        inside = source.is_dir() and where.is_relative_to(source)
+        if where == source or (inside and (where.exists() or not new_file_ok)):
+            what = "is" if where == source else "would replace a file in" if where.exists() else "is inside"
+            raise UsageError(f"{flag} {out}: {what} the input {given}, which is only read; write it elsewhere")
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

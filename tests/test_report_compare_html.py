@@ -48,3 +48,41 @@ def test_overflow_html_names_the_first_overflow(tmp_path):
     assert "Diagnosis:" in html and "MatMulBiasAddFusionPass" in html
     assert "<td>inf</td>" in html  # an infinite max is shown as such, not as a blank
     assert not re.search(r"https?://", html)
+
+
+def test_reports_are_never_written_over_or_into_the_inputs(tmp_path, capsys):
+    """Inputs are read-only: an output path naming a dump, a golden file or a graph, or lying inside a dump
+    directory, is a usage error, and the input is left as it was."""
+    import hashlib
+    import os
+
+    subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "2", "--overflow", "--dump-path",
+                    "d", "--dump-step", "0"], cwd=tmp_path,
+                   env={**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": "g"}, check=True, capture_output=True)
+    dumps = sorted(p for p in (tmp_path / "d").rglob("*") if p.is_file())
+    graph = next(p for p in (tmp_path / "g").rglob("*") if p.is_file())
+
+    def digest():
+        return [hashlib.sha256(p.read_bytes()).hexdigest() for p in dumps + [graph]]
+
+    before = digest()
+    victim = next(p for p in dumps if p.name.startswith("MatMulV2"))
+    cases = [
+        (["overflow", str(tmp_path / "d"), "--html", str(victim)], "--html"),
+        (["overflow", str(tmp_path / "d"), "--graph", str(graph), "--html", str(graph)], "--html"),
+        (["compare", str(tmp_path / "d"), str(tmp_path / "d"), "--csv", str(victim)], "--csv"),
+        (["compare", str(tmp_path / "d"), str(tmp_path / "d"), "--html", str(victim.parent)], "--html"),
+        (["compare", str(tmp_path / "d"), str(tmp_path / "d"), "--my-graph", str(graph), "--csv", str(graph)],
+         "--csv"),
+        (["dump", "convert", str(tmp_path / "d"), "--out", str(victim.parent / "npy")], "--out"),
+    ]
+    for argv, flag in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert f"error: {flag} " in err and "which is only read; write it elsewhere" in err, err
+    assert digest() == before
+    assert not (victim.parent / "npy").exists()
+    # a new report file beside the dumps is fine (running from inside the dump directory), and is no dump
+    assert main(["--quiet", "overflow", str(tmp_path / "d"), "--html", str(victim.parent / "report.html")]) == 1
+    assert main(["--quiet", "overflow", str(tmp_path / "d"), "--json"]) == 1
+    assert "report.html" not in capsys.readouterr().err and digest() == before

@@ -170,6 +170,8 @@ def register(app: typer.Typer) -> None:
             raise DumpFormatError("no such file or directory", path=path)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out {out}: exists and is not a directory")
+        from fusebisect.fsutil import refuse_inside_inputs
+        refuse_inside_inputs(out, "--out", [path], new_file_ok=False)
         files, bad = [], []
         if path.is_file():
             files = convert_file(path, out, fmt)

@@ -126,7 +126,9 @@ def register(app: typer.Typer) -> None:
                             ] = None,
     ) -> None:
         from fusebisect.compare.overflow import analyse
+        from fusebisect.fsutil import refuse_inside_inputs
 
+        refuse_inside_inputs(html_out, "--html", [dump_dir, graph])
         report = analyse(dump_dir, graph=graph, limit=limit, scan=scan)
         for path, message in report.problems:
             common.log(f"warning: {path}: {message}")

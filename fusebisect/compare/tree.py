@@ -26,7 +26,7 @@ _DUMP_NAME = re.compile(
 _GOLDEN_NAME = re.compile(r"^(?P<op>.+)\.(?P<idx>[0-9]+)\.(?P<ts>[0-9]+)\.npy$")
 # files that live in dump directories but are not op dumps (results of converters, logs, graphs...)
 _NOT_DUMPS = {".csv", ".json", ".txt", ".log", ".cfg", ".md", ".npy", ".pt", ".bin", ".py", ".sh", ".pbtxt",
-              ".tmp"}
+              ".tmp", ".html"}
 MAPPING_FILE = "mapping.csv"
 
 
