@@ -123,6 +123,44 @@ def test_dumps_oracle(tmp_path, outs, outcome, reason):
     assert verdict.outcome == outcome and reason in verdict.reason
 
 
+def test_an_unreadable_dump_is_no_verdict_never_no_divergence(tmp_path, capsys):
+    """A truncated dump file (a job killed while dumping, a full disk) hides its tensors: the ones that were
+    read matching says nothing about them. compare exits 2 naming the file; the run's dumps oracle is INVALID."""
+    my, gold = _pair(tmp_path, {"a": X, "b": -X}, {"a": X, "b": X})
+    assert main(["compare", str(my), str(gold)]) == 1
+    capsys.readouterr()
+    victim = next(my.glob("Add.b.*"))
+    victim.write_bytes(victim.read_bytes()[:-1])
+    assert main(["compare", str(my), str(gold), "--json"]) == 2
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["first_divergence"] is None
+    err = " ".join(cap.err.split())
+    assert "error: 1 dump file(s) could not be read: 'no divergence' cannot be concluded (2 tensors compared); " \
+        f"first: {victim}: size mismatch" in err
+    assert compare_dumps(my, gold).unreadable[0]["side"] == "my"
+    # the golden side too, and a golden .npy
+    victim.write_bytes(next(gold.glob("Add.b.*")).read_bytes())
+    next(gold.glob("Add.a.*")).write_bytes(b"garbage!")
+    assert main(["compare", str(my), str(gold)]) == 2
+    assert "could not be read" in capsys.readouterr().err
+    assert compare_dumps(my, gold).unreadable[0]["side"] == "golden"
+    npy = tmp_path / "npy"
+    npy.mkdir()
+    np.save(npy / f"a.0.{TS}.npy", X)
+    (npy / f"b.0.{TS}.npy").write_bytes(b"\x93NUMPY broken")
+    assert main(["compare", str(my), str(npy)]) == 2
+    assert f"{npy / f'b.0.{TS}.npy'}" in capsys.readouterr().err
+    # the run's dumps oracle
+    judge = Judge(dumps=DumpsSpec())
+    ok = Measurement(exit_code=0, seconds=1.0)
+    reference = _trial(tmp_path / "reference", {"a": X, "b": X})
+    trial = _trial(tmp_path / "trial", {"a": X, "b": X})
+    cut = next((tmp_path / "trial" / "dump").glob("Add.b.*"))
+    cut.write_bytes(cut.read_bytes()[:-1])
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=trial, reference_paths=reference)
+    assert verdict.outcome == INVALID and "1 dump file(s) could not be read" in verdict.reason
+
+
 def _fused_and_unfused(tmp_path: Path) -> None:
     """The simulator's fused (MatMulBiasAddFusionPass faulty) and all-off runs: tmp_path/{fused,unfused}/{dump,graph}."""
     import io

@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
             "slices (_lxsliceN) are compared one to one; automatic-mode threads share a name and are still "
             "merged.")] = False,
     ) -> None:
-        from fusebisect.errors import UsageError
+        from fusebisect.errors import DumpFormatError, UsageError
 
         if not -1.0 <= cosine <= 1.0:
             raise UsageError(f"--cosine {cosine:g}: a cosine similarity threshold is between -1 and 1")
@@ -199,4 +199,9 @@ def register(app: typer.Typer) -> None:
             first = next((r.fail_reason for r in report.rows if r.fail_reason), "")
             raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be compared"
                              + (f" (first reason: {first})" if first else ""))
+        if report.unreadable:   # a tensor that could not be read may be the divergent one: no verdict
+            first = report.unreadable[0]
+            raise DumpFormatError(f"{len(report.unreadable)} dump file(s) could not be read: 'no divergence' "
+                                  f"cannot be concluded ({len(report.rows) - not_compared} tensors compared); first: "
+                                  f"{first['reason']}")
         raise typer.Exit(0)

@@ -89,6 +89,11 @@ class CompareReport:
     mode: str = "npu_vs_npu"        # 'npu_vs_npu' | 'npu_vs_npy' | 'fused_vs_unfused' | 'npy_by_name'
     notes: list[str] = field(default_factory=list)   # what a person should know (FFTS+ thread files...)
 
+    @property
+    def unreadable(self) -> list[dict]:
+        """The unmatched entries of dump files that could not be read (each has ``file`` and ``reason``)."""
+        return [u for u in self.unmatched if u.get("file")]
+
     def execution_order(self) -> list[CompareRow]:
         """Rows sorted by my dump time (rows without a dump keep their place at the end)."""
         return sorted(self.rows, key=lambda r: (r.timestamp == 0, r.timestamp, r.index))
@@ -618,6 +623,16 @@ def _read(ctx: _Context, entry):
     return _load(ctx, entry).dump
 
 
+def _unreadable(ctx: _Context, op: str, exc: DumpFormatError, golden_entry=None) -> None:
+    """Records a dump file that could not be read (a DumpFormatError naming its file) in ``unmatched`` with its
+    ``file``: the tensors in it are not compared, so no divergence found elsewhere clears them."""
+    if exc.path is None:
+        return
+    side = "golden" if golden_entry is not None and exc.path == os.fspath(getattr(golden_entry, "path", "")) \
+        else "my"
+    ctx.unmatched.append({"op": op, "side": side, "reason": str(exc), "file": exc.path})
+
+
 FFTS_FILE_COUNT_REASON = ("This is a FFTS+ mode dump data, The number of files does not match the number of "
                           "thread")   # msaccucmp's text
 
@@ -686,7 +701,9 @@ def _npu_op(ctx: _Context, index: int, name: str, my_entry, golden_entry) -> lis
         my_dump = my_loaded.dump
         golden_dump = _read(ctx, golden_entry)
     except DumpFormatError as exc:
-        ctx.unmatched.append({"op": name, "side": "my", "reason": str(exc)})
+        if exc.path is None:
+            ctx.unmatched.append({"op": name, "side": "my", "reason": str(exc)})
+        _unreadable(ctx, name, exc, golden_entry)
         return [CompareRow(index, "NaN", name, [name], "NaN", None, None, None, _nan_metrics(ctx),
                            str(exc), None, None, timestamp=my_entry.timestamp)]
     shown = name
@@ -785,6 +802,7 @@ def _npy_by_name_op(ctx: _Context, index: int, entry, name: str) -> list[Compare
     try:
         dump = _read(ctx, entry)
     except DumpFormatError as exc:
+        _unreadable(ctx, name, exc)
         return [CompareRow(index, entry.op_type, name, [name], "NaN", None, None, None, _nan_metrics(ctx),
                            str(exc), None, None, timestamp=entry.timestamp)]
     rows = []
@@ -867,7 +885,9 @@ def _graph_op(ctx: _Context, op: mp.RuleOp, texts, *, missing_ok: bool) -> list[
         loaded = _load(ctx, entry)
         dump = loaded.dump
     except DumpFormatError as exc:
-        ctx.unmatched.append({"op": op.name, "side": "my", "reason": str(exc)})
+        if exc.path is None:
+            ctx.unmatched.append({"op": op.name, "side": "my", "reason": str(exc)})
+        _unreadable(ctx, op.name, exc)
         row = _missing_my_row(ctx, op, texts)
         row.fail_reason = str(exc)
         return [row]
@@ -1026,6 +1046,8 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
             return fail(_cannot_compare(op_name, (x.size,), (y.size,)))
         shape = tuple(x.shape)
     except (DumpFormatError, ValueError) as exc:
+        if isinstance(exc, DumpFormatError):
+            _unreadable(ctx, entry.op_name, exc, golden)
         return fail(str(exc))
     row = CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, {}, "",
                      _addr(record.address), None, list(pass_names or []), ub_pass_name, list(originals or []),

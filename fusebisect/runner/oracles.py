@@ -282,6 +282,9 @@ class Judge:
         first = report.first_divergence
         if first:
             return Verdict(BAD, f"dumps diverge at {first.get('op') or first.get('my_op') or first}", summary)
+        if report.unreadable:   # the unread tensors may diverge: GOOD would clear every rule the run left on
+            return Verdict(INVALID, f"dumps: {len(report.unreadable)} dump file(s) could not be read (first: "
+                           f"{report.unreadable[0]['reason']})", summary)
         return Verdict(GOOD, "", summary)
 
 
