@@ -60,6 +60,27 @@ def test_flaky_two_culprits_are_both_found_never_a_wrong_one():
     assert both >= 32                      # measured: 91% over 200 searches
 
 
+def test_one_flipped_run_with_the_culprit_off_does_not_end_a_flaky_search():
+    """Two culprits, and the first run with only the first one off lies GOOD: a single GOOD there must not end
+    the search with one culprit of two (the production file would leave the other on)."""
+    cands = names(40)
+    a, b = cands[0], cands[1]
+    lied = []
+
+    def target(off):
+        bad = a not in off or b not in off
+        if off == frozenset({a}) and not lied:
+            lied.append(off)
+            bad = not bad
+        return Outcome.BAD if bad else Outcome.GOOD
+
+    s = Search(cands, flaky=True)
+    drive(s, target)
+    assert lied, "the scenario needs the run with only the first culprit off"
+    assert s.result.status == "found"
+    assert sorted(c.rules[0] for c in s.result.culprits) == [a, b]
+
+
 def test_flaky_reverse_direction():
     results = run_many(60, 0.05, 40, seed=2, reverse=True)
     ok = sum(r.status == "found" and r.culprits[0].rules == (c,) and r.culprits[0].direction == "off"

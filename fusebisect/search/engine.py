@@ -64,8 +64,8 @@ aware mode: a Bayesian posterior over "rule i is the culprit" (either direction,
 "always bad") with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
 1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
 were observed. Below that, after ``max_executions``, the verdict is inconclusive. Then, as in Go's loop,
-if the run with that culprit off was BAD twice (a majority of up to three runs), the search goes on over the
-other rules with it kept off, from the runs that had it off, until "nothing more" reaches ``confidence``
+the run with that culprit off is judged by a majority of two agreeing runs (up to three): GOOD ends the
+search, BAD makes it go on over the other rules with that culprit kept off, from the runs that had it off, until "nothing more" reaches ``confidence``
 (each culprit sought has its own run budget).
 """
 
@@ -679,15 +679,20 @@ class Search:
                     continue
                 if not found and g >= self._n:
                     return self._noisy_result(g, p)
-                # Go's loop: with this culprit off, is the job still bad? Only then look for another one. A
-                # BAD verdict there must be seen twice (a majority of up to three runs) before the search goes on.
+                # Go's loop: with this culprit off, is the job still bad? Only then look for another one. The
+                # verdict there must be seen twice (a majority of up to three runs), GOOD as much as BAD.
                 lfm = found_mask | (1 << g)
                 decided = self._verdicts(lfm)
                 bad = decided.count(Outcome.BAD)
-                if bad == 1 and len(decided) < 3 and self.executions < cap:
+                good = len(decided) - bad
+                # either way: a single flipped GOOD there would name one culprit of two and end the search
+                if 0 < len(decided) < 3 and max(bad, good) < 2 and self.executions < cap:
                     self._phase = "verify"
                     yield [(lfm, "repeat")]
                     continue
+                if len(decided) == 1:
+                    self._notes.append(f"the run with {self.candidates[g]} off was judged once only (run budget): "
+                                       "a further culprit is not ruled out")
                 if bad >= 2 and bad > len(decided) - bad:
                     found.append((g, p))
                     found_mask |= 1 << g
