@@ -180,6 +180,19 @@ def test_the_budget_holds_and_a_search_it_cut_short_is_not_found(capsys, tmp_pat
     assert "stopped the search: no run with MatMulBiasAddFusionPass off was left to show the job good" in j["message"]
 
 
+def test_a_budget_spent_in_the_middle_of_a_parallel_round_keeps_the_culprits_found(capsys, tmp_path):
+    """With --jobs the budget can end a round before all its configurations ran: the search settles on what it
+    confirmed (as serially), not on "no verdict" with the confirmed culprit dropped."""
+    rc, j, err = _run(capsys, "--jobs", "3", "--max-runs", "8", "--metric", r"loss ([0-9.]+)", "--workdir",
+                      str(tmp_path / "w"), "--", *SIM, "--faulty", "GeluFusionPass,MatMulBiasAddFusionPass",
+                      "--steps", "3")
+    assert rc == 1 and j["status"] == "inconclusive" and j["executions"] == 8, err
+    assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert j["message"].startswith("The budget (--max-runs 8) stopped the search: the job is still BAD with "
+                                   "GeluFusionPass off")
+    assert j["switch_file"]
+
+
 def test_a_baseline_like_the_reference_says_what_a_relative_oracle_cannot_tell(capsys, tmp_path):
     # the faulty rule is not among the candidates: the job is broken, yet baseline == all-candidates-off reference
     rc, j, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",

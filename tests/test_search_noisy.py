@@ -81,6 +81,26 @@ def test_one_flipped_run_with_the_culprit_off_does_not_end_a_flaky_search():
     assert sorted(c.rules[0] for c in s.result.culprits) == [a, b]
 
 
+def test_settle_mid_round_keeps_the_culprits_named():
+    """The runner's budget can end a round part-way: settle() ends the search with what it named so far."""
+    cands = names(40)
+    target = SimTarget(cands, [frozenset({cands[3]}), frozenset({cands[30]})], flip=0.0, seed=1)
+    s = Search(cands, flaky=True, workers=2)
+    while not any("looking for more" in n for n in s._notes):
+        for off in s.propose():
+            s.observe(off, target(off))
+    batch = s.propose()
+    if batch:                       # part of a round; the rest never runs
+        s.observe(batch[0], target(batch[0]))
+    s.settle()
+    assert s.done and s.result.budget_stopped
+    assert s.result.status == "found" and [c.rules for c in s.result.culprits] == [(cands[3],)]
+    assert "stopped at the run budget before ruling out more culprits" in s.result.notes
+    det = Search(cands, workers=3)
+    det.settle()
+    assert det.done and det.result.status == "inconclusive" and det.result.budget_stopped
+
+
 def test_flaky_reverse_direction():
     results = run_many(60, 0.05, 40, seed=2, reverse=True)
     ok = sum(r.status == "found" and r.culprits[0].rules == (c,) and r.culprits[0].direction == "off"

@@ -814,6 +814,8 @@ class Session:
             first = cls.replay(self.candidates, events, **{**kw, "workers": self.journal_workers})
             if first.done:
                 return first
+        if spent and not engine.done and hasattr(engine, "settle"):
+            engine.settle()   # a round cut short by the budget: the configurations it waits for will not run
         return engine
 
     def budget_left(self) -> int | None:

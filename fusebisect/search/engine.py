@@ -134,6 +134,7 @@ class Search:
         self._prior: tuple[int, ...] = ()
         self._notes: list[str] = []
         self._found: list[list[int]] = []
+        self._noisy_named: list[tuple[int, float]] = []
         self._unconfirmed: set[int] = set()
         self._stuck: list[int] = []
         self._phase = "gates"
@@ -204,6 +205,18 @@ class Search:
         self._set_prior_names(rules)
         if not self.done:
             self._restart()
+
+    def settle(self) -> None:
+        """End the search now because the configurations it still waits for will not be run (the runner's run
+        budget ran out in the middle of a round): the result is what the budget stop gives. Never raises."""
+        if self.done:
+            return
+        try:
+            self._gen.throw(_OutOfBudget())
+        except StopIteration as stop:
+            self._finish(stop.value)
+            return
+        self._finish(self._budget_result())
 
     def progress(self) -> dict:
         """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions"} for display.
@@ -298,6 +311,7 @@ class Search:
         self._gen = self._main()
         self._batch = []
         self._found = []
+        self._noisy_named = []
         self._unconfirmed = set()
         self._stuck = []
         self._budget_stopped = False   # set where the budget ends the search (reported in the result)
@@ -655,6 +669,7 @@ class Search:
             yield from self._test_offs(gates, retries=1)
         self._phase = "noisy"
         found: list[tuple[int, float]] = []     # forward culprits named so far: (rule index, posterior)
+        self._noisy_named = found               # (a budget stop reports them)
         found_mask = 0
         while True:
             model, rest = self._level_model(found_mask)
@@ -777,6 +792,9 @@ class Search:
 
     def _budget_result(self) -> SearchResult:
         self._budget_stopped = True
+        if self._noisy and self._noisy_named:
+            self._notes.append("stopped at the run budget before ruling out more culprits")
+            return self._noisy_found(self._noisy_named)
         if self._found:
             self._notes.append("stopped at max_executions while looking for more culprits")
             return self._det_result()
