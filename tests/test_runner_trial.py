@@ -132,6 +132,23 @@ def test_leftover_group_members_are_killed_after_a_normal_exit(tmp_path):
     assert _wait_gone(int(pidfile.read_text()))
 
 
+def test_a_process_that_left_the_group_is_killed_too(tmp_path):
+    """A job can detach a process with setsid (a new session and group): it still carries the trial's
+    environment, and must not outlive the timed-out execution (it would hold the device)."""
+    script = tmp_path / "detach.py"
+    script.write_text(textwrap.dedent('''
+        import subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+        open(sys.argv[1], "w").write(str(child.pid))
+        time.sleep(300)
+    '''))
+    pidfile = tmp_path / "detached.pid"
+    result = Execution(command=[sys.executable, str(script), str(pidfile)], paths=_paths(tmp_path),
+                       timeout=1.5).run()
+    assert result.timed_out
+    assert _wait_gone(int(pidfile.read_text())), "the detached process survived the timeout"
+
+
 def test_registry_kill_all_interrupts_running_executions(tmp_path):
     script = tmp_path / "spawn.py"
     script.write_text(SPAWNER)

@@ -221,13 +221,45 @@ def kill_leftovers(trial_dir: Path, *, grace: float = KILL_GRACE_SECONDS) -> lis
     return alive
 
 
+def kill_detached(trial_env: str | None) -> list[int]:
+    """SIGKILL the processes outside the trial's group that still carry its environment (FUSEBISECT_TRIAL_DIR
+    equal to ``trial_env``): a job can leave its group (``setsid``, a daemon) and would outlive the execution,
+    holding the device. Returns the pids killed; needs /proc (Linux), elsewhere nothing is found."""
+    if not trial_env:
+        return []
+    mine = b"FUSEBISECT_TRIAL_DIR=" + os.fsencode(trial_env)
+    killed: list[int] = []
+    for _ in range(3):   # one that forked while we looked is caught by the next pass
+        found = []
+        for entry in Path("/proc").glob("[0-9]*"):
+            pid = int(entry.name)
+            if pid == os.getpid() or pid in killed:
+                continue
+            try:
+                env = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if mine in env:
+                found.append(pid)
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return killed
+
+
 def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, stderr: Path,
                 timeout: float | None = None, cwd: str | os.PathLike | None = None,
                 registry: ProcessRegistry | None = None, group_file: Path | None = None) -> ExecResult:
     """Run ``argv`` (no shell) in a new session with output appended to the two files; return its result.
 
     On timeout the whole process group is killed and ``timed_out`` is set; when the registry is stopping
-    (interrupt) ``interrupted`` is set. Leftover processes of the group are killed after the leader exits.
+    (interrupt) ``interrupted`` is set. Leftover processes of the group are killed after the leader exits, and
+    so are processes that left the group but carry this execution's FUSEBISECT_TRIAL_DIR.
     ``group_file`` holds the group id while the group may be alive (see :func:`kill_leftovers`).
     Raises UsageError when the program cannot be started (not found / not executable).
     """
@@ -260,6 +292,7 @@ def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
         else:
             _signal_group(proc.pid, signal.SIGKILL)  # no orphans: leftovers of the group go too
     finally:
+        kill_detached(env.get("FUSEBISECT_TRIAL_DIR"))   # processes that left the group (setsid) go too
         if registry is not None:
             registry.remove(proc)
         if group_file is not None:
