@@ -92,12 +92,16 @@ SOC_NOTES = [
 
 
 def _parse_default(raw: str) -> tuple[str, bool, bool]:
-    """'on (forbidden-close)' -> (default, can_disable, o1_exception)."""
+    """'on (forbidden-close)' -> (default, can_disable, o1_exception).
+
+    A pass in the built-in ExceptionalPassOfO1Level list cannot be switched off either: FE's
+    GetFusionSwitchByOptimizationOption returns "on" for it before the switch file is looked at (only
+    ge.optimizationSwitch comes first), whatever the optimisation level (ascend-formats.md 5.2, step 2)."""
     default = raw.split(" ", 1)[0].strip()
     if default not in ("on", "off"):
         raise ValueError(f"bad default {raw!r}")
-    can_disable = "forbidden-close" not in raw and "FORBIDDEN_CLOSE" not in raw
     o1_exception = "ExceptionalPassOfO1Level" in raw
+    can_disable = "forbidden-close" not in raw and "FORBIDDEN_CLOSE" not in raw and not o1_exception
     return default, can_disable, o1_exception
 
 

@@ -45,6 +45,31 @@ def test_catalog_validates_against_its_schema():
         jsonschema.Draft202012Validator(schema).validate(broken)
 
 
+def test_passes_in_the_builtin_o1_exception_list_cannot_be_disabled():
+    """FE turns a pass of ExceptionalPassOfO1Level on before it reads the switch file, at any optimisation level:
+    a file cannot close it, run must not search it, and a file's own list keeps its passes on too."""
+    from fusebisect.rules.switchfile import check_switch_text, explain_state, parse_switch_text
+
+    cat = default_catalog()
+    rule = cat.rules["LayerNormV4FusionPass"]
+    assert rule.o1_exception and not rule.can_disable and "LayerNormV4FusionPass" not in cat.disableable()
+    assert rule.always_on == "in CANN's built-in ExceptionalPassOfO1Level list"
+    assert cat.rules["MapIndexFusionPass"].always_on == "forbidden-close"
+    cfg = parse_switch_text('{"Switch":{"GraphFusion":{"LayerNormV4FusionPass":"off"}}}')
+    on, why = explain_state("LayerNormV4FusionPass", cfg, cat)
+    assert on and why.startswith("in CANN's built-in ExceptionalPassOfO1Level list")
+    codes = {p.code for p in check_switch_text('{"Switch":{"GraphFusion":{"LayerNormV4FusionPass":"off"}}}',
+                                               cat).problems}
+    assert "cannot-disable" in codes
+    own = parse_switch_text('{"Switch":{"GraphFusion":{"GeluFusionPass":"off"}},'
+                            '"ExceptionalPassOfO1Level":["GeluFusionPass"]}')
+    assert explain_state("GeluFusionPass", own, cat) == (
+        True, "in this file's ExceptionalPassOfO1Level list: CANN never switches it off")
+    assert "own-o1-exception" in {p.code for p in check_switch_text(
+        '{"Switch":{"GraphFusion":{"GeluFusionPass":"off"}},"ExceptionalPassOfO1Level":["GeluFusionPass"]}',
+        cat).problems}
+
+
 def test_every_tsv_row_is_a_rule_with_its_facts():
     cat = default_catalog()
     rows = _tsv_rows()
@@ -54,7 +79,8 @@ def test_every_tsv_row_is_a_rule_with_its_facts():
         assert rule.default == row["default"].split()[0]
         if not rule.spelling_of:   # (a spelling answers as the pass it spells: see below)
             assert rule.can_disable == ("forbidden-close" not in row["default"]
-                                        and "FORBIDDEN_CLOSE" not in row["default"])
+                                        and "FORBIDDEN_CLOSE" not in row["default"]
+                                        and "ExceptionalPassOfO1Level" not in row["default"])
         if row["kind"] != "unknown":
             assert rule.kind == row["kind"]
         assert len(rule.sources) == len([s for s in row["source"].split(" ; ") if s.strip()])
@@ -64,8 +90,10 @@ def test_forbidden_close_and_o1_counts_match_the_reference():
     cat = default_catalog()
     forbidden = [r for r in cat.rules.values() if not r.can_disable]
     # 90 ForbiddenClosedPass names plus ApplyRotaryPosEmbTensorMoveFusionPass (FORBIDDEN_CLOSE attr), plus the
-    # documentation spelling GlobalAvgPoolPass, which answers as the forbidden-close Globalavgpoolpass it spells
-    assert len(forbidden) == 92
+    # documentation spelling GlobalAvgPoolPass, which answers as the forbidden-close Globalavgpoolpass it spells,
+    # plus the 6 passes of the built-in ExceptionalPassOfO1Level list that are not forbidden-close
+    assert len(forbidden) == 98
+    assert sum(r.always_on == "forbidden-close" for r in forbidden) == 92
     assert cat.rules["GlobalAvgPoolPass"].spelling_of == "Globalavgpoolpass"
     assert all(r.can_disable == cat.rules[r.spelling_of].can_disable for r in cat.rules.values() if r.spelling_of)
     assert not cat.rules["ApplyRotaryPosEmbTensorMoveFusionPass"].can_disable

@@ -41,8 +41,8 @@ class Rule:
     name: str  # exact, case-sensitive pass name
     kind: str  # 'GraphFusion' | 'UBFusion' | 'unknown'
     default: str  # 'on' | 'off' (built-in default)
-    can_disable: bool  # False: ForbiddenClosedPass list or FORBIDDEN_CLOSE attr; a switch file cannot close it
-    o1_exception: bool  # in the built-in ExceptionalPassOfO1Level list: stays on at O1
+    can_disable: bool  # False: forbidden-close or ExceptionalPassOfO1Level; a switch file cannot close it
+    o1_exception: bool  # in the built-in ExceptionalPassOfO1Level list: always on, whatever the switch file
     description: str
     sources: tuple[str, ...]
     aliases: tuple[str, ...]  # known spelling variants (other case, documentation spellings)
@@ -50,6 +50,15 @@ class Rule:
     spelling_of: str | None = None  # a listing/documentation spelling of this real pass: entries here do nothing
     kind_note: str | None = None  # how an originally unknown kind was resolved, or why it stays unknown
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def always_on(self) -> str:
+        """Why a switch file cannot turn it off ("forbidden-close", "in CANN's built-in ExceptionalPassOfO1Level
+        list"), or "" when it can."""
+        if self.can_disable:
+            return ""
+        return "in CANN's built-in ExceptionalPassOfO1Level list" if self.o1_exception and not any(
+            "forbidden" in s.lower() for s in self.sources) else "forbidden-close"
 
     @property
     def section(self) -> str:

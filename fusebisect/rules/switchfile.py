@@ -502,7 +502,9 @@ def explain_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, k
     """Like :func:`effective_state`, also returning a short reason ("forbidden-close: always on", ...)."""
     entry = catalog.rules.get(rule)
     if entry is not None and not entry.can_disable:
-        return True, "forbidden-close: CANN never switches it off"
+        return True, f"{entry.always_on}: CANN never switches it off"
+    if config is not None and rule in config.o1_exceptions:
+        return True, "in this file's ExceptionalPassOfO1Level list: CANN never switches it off"
     want = normalize_kind(kind)
     if want is None and entry is not None and entry.kind in KINDS:
         want = entry.kind
@@ -523,7 +525,8 @@ def effective_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *,
                     builtin: SwitchConfig | None = None) -> bool:
     """Whether pass ``rule`` runs (True) under ``config``, following CANN's order:
 
-    1. forbidden-close passes (ForbiddenClosedPass / FORBIDDEN_CLOSE) always run;
+    1. forbidden-close passes (ForbiddenClosedPass / FORBIDDEN_CLOSE) and passes in an ExceptionalPassOfO1Level
+       list (CANN's built-in one, or the file's own) always run;
     2. in the switch map of the pass's kind, an exact (case-sensitive) name beats ``ALL``;
     3. the map holds user entries first and built-in entries only for keys the user did not set, so user entries
        beat built-in ones, a built-in explicit entry beats a user ``ALL``, and built-in ``off`` defaults stay off
@@ -824,6 +827,9 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
 
             if name == ALL:
                 continue
+            if value == "off" and name in cfg.o1_exceptions:
+                add("warning", "own-o1-exception", f"{label}: {name} is also in this file's "
+                    "ExceptionalPassOfO1Level list, which keeps it on: \"off\" does nothing")
             entry = catalog.rules.get(name)
             if entry is None:
                 real = catalog.get(name)
@@ -858,7 +864,7 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
                 add("warning", "wrong-section", f"{label}: {name} is a {entry.kind} rule; in {sec} it does nothing "
                     f"(move it to Switch.{entry.kind})")
             if value == "off" and not entry.can_disable and not entry.spelling_of:
-                add("warning", "cannot-disable", f"{label}: {name} is forbidden-close: CANN always runs it, so "
+                add("warning", "cannot-disable", f"{label}: {name} is {entry.always_on}: CANN always runs it, so "
                     "\"off\" does nothing")
             siblings = catalog.case_matches(name)
             if siblings and not entry.spelling_of:
@@ -882,7 +888,8 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
             forbidden = [r.name for r in catalog.rules.values() if r.kind == sec and not r.can_disable]
             if forbidden:
                 out.append(Problem("info", "all-forbidden", f"{label} = off never closes the {len(forbidden)} "
-                                   f"forbidden-close {sec} passes (e.g. {', '.join(forbidden[:3])}); "
+                                   f"{sec} passes CANN always runs (forbidden-close or in its "
+                                   f"ExceptionalPassOfO1Level list, e.g. {', '.join(forbidden[:3])}); "
                                    "`fusebisect rules list --json` shows can_disable", line, col, ALL, sec))
         else:
             builtin_off = [n for n, v in catalog.builtin_entries(sec).items() if v == "off" and n not in named]

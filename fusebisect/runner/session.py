@@ -779,7 +779,8 @@ class Session:
             if not RULE_NAME_RE.fullmatch(name):  # from the job's own files: never let it reach a switch file
                 self.excluded.append({"rule": name, "reason": "not a valid pass name (characters CANN never uses)"})
             elif rule is not None and not rule.can_disable:
-                self.excluded.append({"rule": name, "reason": "cannot be disabled (forbidden-close pass)"})
+                why = "forbidden-close pass" if rule.always_on == "forbidden-close" else rule.always_on
+                self.excluded.append({"rule": name, "reason": f"cannot be disabled ({why})"})
             elif rule is not None and rule.spelling_of:
                 self.excluded.append({"rule": name, "reason": f"a spelling of {rule.spelling_of}; use that name"})
             else:
