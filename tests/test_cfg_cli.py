@@ -92,7 +92,23 @@ def test_cfg_check_invalid_json_and_values(capsys, tmp_path):
                  '{"Main": {"ConvConcatFusionPass": "high"}}}}', encoding="utf-8")
     rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
     probs = json.loads(out)["problems"]
-    assert rc == 1 and [x["code"] for x in probs] == ["schema"] and "Priority.GraphFusion.Main" in probs[0]["message"]
+    assert rc == 1 and [x["code"] for x in probs] == ["priority"]
+    assert probs[0]["message"] == ('Priority.GraphFusion.Main.ConvConcatFusionPass = "high": CANN needs a string '
+                                   'holding an integer')
+    # FE's custom ranges per level, and a JSON number (its reader throws on it)
+    f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": "off"}}, "Priority": {"GraphFusion": '
+                 '{"Top": {"ConvConcatFusionPass": "1500"}, "Down": {"ConvConcatFusionPass": 2500}}}}',
+                 encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    msgs = [x["message"] for x in json.loads(out)["problems"]]
+    assert rc == 1 and msgs == ["Priority.GraphFusion.Top.ConvConcatFusionPass = 1500: a Top priority must be in "
+                                "[0, 1000)", "Priority.GraphFusion.Down.ConvConcatFusionPass = 2500: CANN needs a "
+                                "string holding an integer (write \"2500\")"]
+    # a padded value passes CANN's check but reads as off
+    f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": " on "}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    doc = json.loads(out)
+    assert rc == 1 and [x["code"] for x in doc["problems"]] == ["padded-value"]
 
 
 def test_cfg_check_legacy_and_clean(capsys, tmp_path):

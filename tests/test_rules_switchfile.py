@@ -156,11 +156,12 @@ def test_strict_errors_have_line_and_column(text, line, col, words):
 def test_schema_agrees_with_the_strict_parser():
     validator = jsonschema.Draft202012Validator(switch_schema())
     good = {"Switch": {"GraphFusion": {"ALL": "off", "X.y:z-1": "on"}, "UBFusion": {}},
-            "Priority": {"GraphFusion": {"Main": {"X": "3"}}}, "ExceptionalPassOfO1Level": ["X"]}
+            "Priority": {"GraphFusion": {"Main": {"X": "1003"}}}, "ExceptionalPassOfO1Level": ["X"]}
     assert not list(validator.iter_errors(good))
     parse_switch_text(json.dumps(good))
     for bad in ({"Switch": {"GraphFusion": {"A": "ON"}}}, {"Other": {}}, {"Switch": {"ubfusion": {}}},
-                {"Switch": {"GraphFusion": {"A b": "off"}}}, {"Switch": []}, {"ExceptionalPassOfO1Level": "X"}):
+                {"Switch": {"GraphFusion": {"A b": "off"}}}, {"Switch": []}, {"ExceptionalPassOfO1Level": "X"},
+                {"Switch": {}, "Priority": {"GraphFusion": {"Top": {"X": 5}}}}):
         assert list(validator.iter_errors(bad)), bad
         with pytest.raises(SwitchFileError):
             parse_switch_text(json.dumps(bad))
@@ -181,8 +182,16 @@ def test_json_duplicate_keys_keep_the_last_as_cann_reads_them():
 
 
 def test_legacy_format():
-    c = parse_switch_text("# comment\nConvConcatFusionPass:off\n\n  TbeEltwiseFusionPass : on \n")
+    c = parse_switch_text("ConvConcatFusionPass:off\n\n  TbeEltwiseFusionPass : on \n")
     assert c.legacy and c.graph == c.ub == {"ConvConcatFusionPass": "off", "TbeEltwiseFusionPass": "on"}
+    # FE's reader skips only empty lines and splits at the first colon: anything else fails the whole file
+    for text, what in (("# comment\nA:off\n", "line 1, column 1: a comment"),
+                       ("A:off\n   \nB:off\n", "line 2, column 1: a blank line of spaces"),
+                       ("A:off\r\n\r\nB:off\r\n", "line 2, column 1: a blank line of spaces or a carriage return"),
+                       ("A:B:off\n", "line 1.*A:B:off: the value must be exactly on or off")):
+        with pytest.raises(SwitchFileError, match=what):
+            parse_switch_text(text)
+    assert parse_switch_text("A:off\r\nB:on\r\n").graph == {"A": "off", "B": "on"}
     with pytest.raises(SwitchFileError, match="line 2, column 1: A appears twice"):
         parse_switch_text("A:off\nA:on\n")
     with pytest.raises(SwitchFileError, match="line 1.*exactly on or off"):

@@ -1,9 +1,10 @@
 """Read, decide and write CANN ``fusion_switch.cfg`` files.
 
-Reading is lenient where people slip (UTF-8 BOM, ``//``/``#``/``/* */`` comments, trailing commas) and strict where
-CANN is strict (values exactly ``on``/``off``; top-level keys only ``Switch``, ``Priority``,
-``ExceptionalPassOfO1Level``). The old line format ``PassName:on|off`` is read too; its entries apply to both
-GraphFusion and UBFusion. :func:`effective_state` answers "does this pass run?" with CANN's precedence
+Reading JSON is lenient where people slip (UTF-8 BOM, ``//``/``#``/``/* */`` comments, trailing commas; the lint
+reports them) and strict where CANN is strict (values ``on``/``off``; top-level keys only ``Switch``,
+``Priority``, ``ExceptionalPassOfO1Level``; Priority values strings holding integers in their level's range).
+The old line format ``PassName:on|off`` is read as FE reads it (a comment or a line of spaces fails the whole
+file); its entries apply to both GraphFusion and UBFusion. :func:`effective_state` answers "does this pass run?" with CANN's precedence
 (FE ``FusionConfigParser::GetFusionSwitchByName``). Writing is canonical and atomic; since CANN does not re-read
 a switch file whose path it has already seen in the process, :func:`write_hashed_switch_file` names each file by
 its content.
@@ -302,6 +303,37 @@ class Problem:
     section: str | None = None
 
 
+# FE's JudgePriority for a user file: Top [0, 1000), Main [1000, 2000), Down [2000, 3000)
+PRIORITY_RANGES = {"Top": (0, 1000), "Main": (1000, 2000), "Down": (2000, 3000)}
+
+
+def _check_priority(node: Node, add) -> None:
+    """What FE's CheckLastLayerFormatForPriorityPart rejects in ``Priority`` (each fails the whole file): a value
+    that is not a string holding an integer (a JSON number throws in its reader), one outside its level's range,
+    a pass twice in one level."""
+    for sec, _sec_at, levels in node.pairs or []:
+        if levels.kind != "object":
+            continue   # the schema names the type
+        for level, _level_at, passes in levels.pairs or []:
+            bounds = PRIORITY_RANGES.get(level.strip())
+            if bounds is None or passes.kind != "object":
+                continue
+            seen: set[str] = set()
+            for name, name_at, val in passes.pairs or []:
+                label = f"Priority.{sec}.{level}.{name}"
+                if name.strip() in seen:
+                    add("duplicate", f"{label} appears twice in that level: CANN rejects the file", name_at)
+                seen.add(name.strip())
+                text = val.value.strip() if val.kind == "string" else None
+                if text is None or not re.fullmatch(r"-?[0-9]+", text):
+                    shown = json.dumps(val.value) if val.kind != "object" else "an object"
+                    hint = f" (write \"{val.value}\")" if val.kind == "number" else ""
+                    add("priority", f"{label} = {shown}: CANN needs a string holding an integer{hint}", val.offset)
+                elif not bounds[0] <= int(text) < bounds[1]:
+                    add("priority", f"{label} = {int(text)}: a {level.strip()} priority must be in "
+                        f"[{bounds[0]}, {bounds[1]})", val.offset)
+
+
 def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict | None = None) -> SwitchConfig:
     """Fill a SwitchConfig from the tree; append every structural problem (error severity) to ``problems``.
 
@@ -362,6 +394,14 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                     if name in target:
                         add("duplicate", f"{name} appears twice in Switch.{sec}{last}", name_at, rule=name,
                             section=sec, severity="warning")
+                    if val.kind == "string" and val.value not in VALUES and val.value.strip() in VALUES:
+                        # FE's check trims the value, but its switch map compares it untrimmed with "on"
+                        add("padded-value", f"Switch.{sec}.{name} = {json.dumps(val.value)}: CANN accepts the "
+                            "spaces but then reads anything but exactly \"on\" as off", val.offset, rule=name,
+                            section=sec, severity="warning")
+                        target[name] = "off"
+                        where[(sec, name)] = line_col(text, name_at)
+                        continue
                     if val.kind != "string" or val.value not in VALUES:
                         shown = json.dumps(val.value) if val.kind != "object" else "an object"
                         add("invalid-value", f"Switch.{sec}.{name} = {shown}: the value must be exactly \"on\" or "
@@ -373,6 +413,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
             if node.kind != "object":
                 add("type", "\"Priority\" must be an object", node.offset)
                 continue
+            _check_priority(node, add)
             cfg.priority = node.value  # type: ignore[assignment]
         else:
             if node.kind != "array" or any(i.kind != "string" for i in node.items or []):
@@ -385,16 +426,26 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
 
 
 def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = None) -> SwitchConfig:
-    """Old format: one ``PassName:on|off`` per line, applying to both kinds; duplicates are errors."""
+    """Old format: one ``PassName:on|off`` per line, applying to both kinds; duplicates are errors.
+
+    As FE's LoadOldFormatFusionSwitchFile reads it: lines split at "\\n", only empty ones skipped (a line of
+    spaces, a comment or the blank line of a CRLF file has no colon and fails the whole file), the name and the
+    value split at the first colon and trimmed."""
     cfg = SwitchConfig(legacy=True)
     where = {} if where is None else where
     seen: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        if not raw:
+            continue
         s = raw.strip()
         if not s or s.startswith(("#", "//")):
+            what = "a comment" if s else "a blank line of spaces or a carriage return (CRLF)"
+            problems.append(Problem("error", "syntax", f"{what}: CANN's old-format reader skips only empty lines, "
+                                    "and this one fails the whole file", lineno, 1))
             continue
+        raw = raw.rstrip("\r")
         col = raw.index(s[0]) + 1
-        name, sep, value = s.rpartition(":")
+        name, sep, value = s.partition(":")
         name, value = name.strip(), value.strip()
         if not sep or not name:
             problems.append(Problem("error", "syntax", f"expected PassName:on or PassName:off, got {s!r}",
@@ -406,7 +457,7 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
             continue
         if value not in VALUES:
             problems.append(Problem("error", "invalid-value", f"{name}:{value}: the value must be exactly on or off",
-                                    lineno, col + s.rindex(":") + 1, rule=name))
+                                    lineno, col + s.index(":") + 1, rule=name))
             continue
         if name in seen:
             problems.append(Problem("error", "duplicate", f"{name} appears twice (first on line {seen[name]})",
