@@ -33,6 +33,19 @@ def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
             raise UsageError(f"{flag} {out}: {what} the input {given}, which is only read; write it elsewhere")
 
 
+def check_output_file(out: str | os.PathLike[str] | None, flag: str) -> None:
+    """Raise UsageError unless ``out`` (given with option ``flag``) can name an output file: not a directory, in
+    a directory that exists (a mistyped path must not create directories)."""
+    if out is None:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise UsageError(f"{flag} {out}: is a directory; give a file path")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"{flag} {out}: directory {parent} does not exist")
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; return the path. Raises OSError on I/O failure.
 

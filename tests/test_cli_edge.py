@@ -94,3 +94,7 @@ def test_report_refuses_one_file_for_both_formats(tmp_path, capsys):
     out = tmp_path / "report.out"
     assert main(["report", str(tmp_path), "--html", str(out), "--markdown", str(out)]) == 2
     assert "--html and --markdown name the same file" in capsys.readouterr().err and not out.exists()
+    # a mistyped directory is an error, not a new directory
+    assert main(["report", str(tmp_path), "--markdown", str(tmp_path / "no" / "r.md")]) == 2
+    assert f"directory {tmp_path / 'no'} does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()

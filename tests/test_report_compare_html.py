@@ -86,3 +86,22 @@ def test_reports_are_never_written_over_or_into_the_inputs(tmp_path, capsys):
     assert main(["--quiet", "overflow", str(tmp_path / "d"), "--html", str(victim.parent / "report.html")]) == 1
     assert main(["--quiet", "overflow", str(tmp_path / "d"), "--json"]) == 1
     assert "report.html" not in capsys.readouterr().err and digest() == before
+
+
+def test_a_report_path_in_a_missing_directory_is_an_error_not_a_new_directory(tmp_path, capsys):
+    """A mistyped --html/--csv path must not create directories (run -o refuses the same)."""
+    import os
+
+    subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "2", "--overflow", "--dump-path",
+                    "d"], cwd=tmp_path, env={**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": "g"},
+                   check=True, capture_output=True)
+    missing = tmp_path / "no" / "such"
+    for argv, flag in ((["overflow", str(tmp_path / "d")], "--html"),
+                       (["compare", str(tmp_path / "d"), str(tmp_path / "d")], "--csv"),
+                       (["compare", str(tmp_path / "d"), str(tmp_path / "d")], "--html")):
+        assert main([*argv, flag, str(missing / "r.out")]) == 2
+        assert f"error: {flag} {missing / 'r.out'}: directory {missing} does not exist" in \
+            " ".join(capsys.readouterr().err.split())
+        assert main([*argv, flag, str(tmp_path)]) == 2
+        assert "is a directory; give a file path" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()

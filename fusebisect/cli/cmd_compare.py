@@ -150,9 +150,10 @@ def register(app: typer.Typer) -> None:
                              "run it); add --engine msaccucmp or drop --msaccucmp")
         if golden_graph is not None and my_graph is None:
             raise UsageError("--golden-graph needs --my-graph (msaccucmp -cf needs -f)")
-        from fusebisect.fsutil import refuse_inside_inputs
+        from fusebisect.fsutil import check_output_file, refuse_inside_inputs
         for flag, out in (("--csv", csv_out), ("--html", html_out)):
             refuse_inside_inputs(out, flag, [my, golden, my_graph, golden_graph])
+            check_output_file(out, flag)
         if csv_out is not None and html_out is not None and csv_out.resolve() == html_out.resolve():
             raise UsageError(f"--csv and --html name the same file {csv_out}: the second would replace the first")
         if engine == "msaccucmp":

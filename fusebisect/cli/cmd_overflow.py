@@ -126,9 +126,10 @@ def register(app: typer.Typer) -> None:
                             ] = None,
     ) -> None:
         from fusebisect.compare.overflow import analyse
-        from fusebisect.fsutil import refuse_inside_inputs
+        from fusebisect.fsutil import check_output_file, refuse_inside_inputs
 
         refuse_inside_inputs(html_out, "--html", [dump_dir, graph])
+        check_output_file(html_out, "--html")
         report = analyse(dump_dir, graph=graph, limit=limit, scan=scan)
         for path, message in report.problems:
             common.log(f"warning: {path}: {message}")

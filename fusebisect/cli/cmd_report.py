@@ -63,7 +63,10 @@ def register(app: typer.Typer) -> None:
         from fusebisect.errors import UsageError
         from fusebisect.runner.journal import JOURNAL_NAME
 
+        from fusebisect.fsutil import check_output_file
+
         for flag, out in (("--html", html), ("--markdown", markdown)):
+            check_output_file(out, flag)
             if out is not None and Path(out).absolute() in {(Path(workdir) / n).absolute()
                                                             for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}:
                 raise UsageError(f"{flag} {out}: that is the run's own {Path(out).name}, which the report is read from")
