@@ -540,6 +540,23 @@ def test_fresh_also_sets_aside_a_production_file_written_with_output(target, tmp
     assert RULES[1] in (old / "outside" / "prod.cfg").read_text()
 
 
+def test_fresh_keeps_an_output_symlink_and_sets_its_target_aside(target, tmp_path):
+    """-o through a symbolic link writes the file it points to and keeps the link: --fresh moves that file's
+    content aside, never the user's link."""
+    real = tmp_path / "real.cfg"
+    real.write_text("ORIG\n")
+    link = tmp_path / "link.cfg"
+    link.symlink_to(real)
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=link).run().run_json["status"] == "found"
+    assert link.is_symlink() and RULES[1] in real.read_text()
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", output=link, fresh=True).run().run_json
+    assert res["status"] == "found"
+    assert link.is_symlink() and link.resolve() == real.resolve() and RULES[1] in real.read_text()
+    [old] = (tmp_path / "w" / "previous").iterdir()
+    assert RULES[1] in (old / "outside" / "real.cfg").read_text() and not (old / "outside" / "link.cfg").exists()
+
+
 def test_a_workdir_holding_the_users_own_results_is_refused_or_set_aside(target, tmp_path, capsys):
     work = tmp_path / "w"
     work.mkdir()

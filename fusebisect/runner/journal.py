@@ -122,11 +122,14 @@ def set_aside_previous_run(workdir: str | os.PathLike[str],
     outside it goes to ``outside/<name>``), for ``--fresh``: nothing is deleted, and neither the workdir nor the
     -o path then shows a verdict of the old run.
 
-    Returns (that directory, the paths moved: relative to the workdir, or as given when outside), or None when
-    there was nothing to move. Raises OSError."""
+    An ``extra`` path that is a symbolic link is kept (the next run writes through it); the file it points to is
+    moved. Returns (that directory, the paths moved: relative to the workdir, or as given when outside), or None
+    when there was nothing to move. Raises OSError."""
     workdir = Path(workdir).absolute()
     moving: list[Path] = []
-    for path in [workdir / name for name in RUN_OUTPUTS] + [Path(p).absolute() for p in extra]:
+    # an -o path that is a symbolic link stays (the run writes through it): its target's content moves
+    extra = [Path(p).resolve() if Path(p).is_symlink() else Path(p).absolute() for p in extra]
+    for path in [workdir / name for name in RUN_OUTPUTS] + extra:
         if path == workdir or path.is_relative_to(workdir / PREVIOUS_DIR) or path in moving:
             continue
         if not path.is_relative_to(workdir) and path.is_dir():
