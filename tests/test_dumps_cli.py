@@ -111,6 +111,20 @@ def test_dump_convert_bad_format_flag(tmp_path, capsys):
     assert rc == 2 and "--format FRACTAL_NZ: a device format" in err and not (tmp_path / "o").exists()
 
 
+def test_dump_convert_original_never_writes_an_unconverted_device_layout(tmp_path, capsys):
+    """--format ORIGINAL of a device format convert has no conversion for (FRACTAL_Z_3D, NC1HWC0_C04) is skipped
+    with the reason, never written as if it had been converted; without --format the device layout is written."""
+    write_dump(tmp_path / "d" / "Conv3D.w.1.0.1700000000000001", op_name="w", inputs=[],
+               outputs=[TensorSpec(np.ones((36, 2, 16, 16), np.float32), format=33, original_shape=(20, 19, 2, 3, 3))])
+    rc, out, err = _run(capsys, "dump", "convert", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--format",
+                        "ORIGINAL", "--json")
+    doc = json.loads(out)
+    assert rc == 2 and doc["files"] == [] and "format FRACTAL_Z_3D cannot be converted" in doc["skipped"][0]["reason"]
+    assert not list(tmp_path.glob("o/*.npy"))
+    rc, out, _ = _run(capsys, "dump", "convert", str(tmp_path / "d"), "--out", str(tmp_path / "raw"), "--json")
+    assert rc == 0 and [f["shape"] for f in json.loads(out)["files"]] == [[36, 2, 16, 16]]
+
+
 @pytest.mark.msaccucmp
 @pytest.mark.slow
 def test_real_msaccucmp_reads_our_nano_file(tmp_path, msaccucmp):

@@ -34,6 +34,7 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     """Return record ``rec``'s array converted per ``--format`` (None = device layout). Raises DumpFormatError."""
     import numpy as np
 
+    from fusebisect.compare.engine import PRIVATE_FORMATS
     from fusebisect.compare.formats import DEFAULT_TARGET, to_original
 
     arr = rec.array()
@@ -45,6 +46,9 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     if name in DEFAULT_TARGET:
         arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
         layout = DEFAULT_TARGET[name]
+    elif name in PRIVATE_FORMATS:   # a device layout without a conversion: never written as if converted
+        raise DumpFormatError(f"format {name} cannot be converted (the device layout is kept only without "
+                              "--format)")
     else:
         # A plain layout is stored as its shape says; the original shape may be in another layout (an NHWC
         # tensor of an NCHW graph), so it is not reshaped to it (msaccucmp's convert does not either).
@@ -190,7 +194,7 @@ def register(app: typer.Typer) -> None:
             common.print_json({"out": str(out), "files": files, "skipped": bad})
         else:
             common.out().print(f"wrote {len(files)} .npy files to {out}"
-                               + (f"; skipped {len(bad)} unreadable files" if bad else ""))
+                               + (f"; skipped {len(bad)} files (unreadable or not convertible)" if bad else ""))
         if bad and not files:
             raise DumpFormatError(f"none of the {len(bad)} dump files could be converted (first: {bad[0]['path']}: "
                                   f"{bad[0]['reason']})", path=path)
