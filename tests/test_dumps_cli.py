@@ -125,6 +125,19 @@ def test_dump_convert_original_never_writes_an_unconverted_device_layout(tmp_pat
     assert rc == 0 and [f["shape"] for f in json.loads(out)["files"]] == [[36, 2, 16, 16]]
 
 
+def test_dump_convert_of_a_tree_never_writes_two_files_to_one_name(tmp_path, capsys):
+    """The same dump name in two devices' directories: both are written (in their directories), none lost."""
+    name = "Add.op1.1.0.1700000000000002"
+    for device, value in (("0", 1.0), ("1", 2.0)):
+        write_dump(tmp_path / "d" / "20240101000000" / device / "m" / "1" / "0" / name, op_name="op1", inputs=[],
+                   outputs=[TensorSpec(np.full(3, value, np.float32))])
+    rc, out, err = _run(capsys, "dump", "convert", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--json")
+    files = json.loads(out)["files"]
+    assert rc == 0 and len(files) == 2 and len({f["path"] for f in files}) == 2
+    assert sorted(float(np.load(f["path"])[0]) for f in files) == [1.0, 2.0]
+    assert "keep their directories" in err
+
+
 @pytest.mark.msaccucmp
 @pytest.mark.slow
 def test_real_msaccucmp_reads_our_nano_file(tmp_path, msaccucmp):

@@ -184,9 +184,16 @@ def register(app: typer.Typer) -> None:
             bad = [{"path": str(p), "reason": r} for p, r in tree.bad]
             if not tree.entries and not bad:
                 raise DumpFormatError("no op dump files found", path=path)
+            # the same file name in several leaf directories (devices, iterations, runs): keep the tree's layout
+            names = [entry.path.name for entry in tree.entries]
+            mirror = len(set(names)) < len(names)
+            if mirror:
+                common.log(f"note: dump files of the same name in several directories of {path}: the .npy files "
+                           f"keep their directories under {out}")
             for entry in tree.entries:
                 try:
-                    files += convert_file(entry.path, out, fmt)
+                    files += convert_file(entry.path, out / entry.path.parent.relative_to(path) if mirror else out,
+                                          fmt)
                 except DumpFormatError as exc:
                     bad.append({"path": str(entry.path), "reason": exc.reason})
                     common.log(f"skipped {entry.path}: {exc.reason}")
