@@ -111,6 +111,18 @@ def test_cfg_check_invalid_json_and_values(capsys, tmp_path):
     assert rc == 1 and [x["code"] for x in doc["problems"]] == ["padded-value"]
 
 
+def test_cfg_check_warns_that_ge_pattern_passes_ignore_the_old_format(capsys, tmp_path):
+    """GE pattern passes (REG_FUSION_PASS) read only the JSON Switch.GraphFusion: an old-format line for one may
+    switch nothing."""
+    f = tmp_path / "old.cfg"
+    f.write_text("WhereFusionPass:off\nConvConcatFusionPass:off\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    probs = [p for p in json.loads(out)["problems"] if p["severity"] == "warning"]
+    assert rc == 1 and [(p["code"], p["rule"]) for p in probs] == [("legacy-ge-pattern", "WhereFusionPass")]
+    f.write_text('{"Switch": {"GraphFusion": {"WhereFusionPass": "off"}}}', encoding="utf-8")
+    assert run(capsys, "cfg", "check", str(f))[0] == 0
+
+
 def test_cfg_check_legacy_and_clean(capsys, tmp_path):
     f = tmp_path / "old.cfg"
     f.write_text("ConvConcatFusionPass:off\nTbeEltwiseFusionPass:off\n", encoding="utf-8")

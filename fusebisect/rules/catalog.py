@@ -61,6 +61,12 @@ class Rule:
             "forbidden" in s.lower() for s in self.sources) else "forbidden-close"
 
     @property
+    def ge_pattern(self) -> bool:
+        """Registered as a GE pattern pass (REG_FUSION_PASS / REG_DECOMPOSE_PASS) by a source: that registration
+        reads only the JSON ``Switch.GraphFusion`` of a switch file, never the old line format."""
+        return any("[REG_FUSION_PASS]" in s or "[REG_DECOMPOSE_PASS]" in s for s in self.sources)
+
+    @property
     def section(self) -> str:
         """'graph', 'ub' or 'unknown' (short kind for tables)."""
         return {GRAPH: "graph", UB: "ub"}.get(self.kind, "unknown")

@@ -914,6 +914,11 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
             if not cfg.legacy and entry.kind in KINDS and entry.kind != sec:
                 add("warning", "wrong-section", f"{label}: {name} is a {entry.kind} rule; in {sec} it does nothing "
                     f"(move it to Switch.{entry.kind})")
+            if cfg.legacy and entry.ge_pattern:
+                add("warning", "legacy-ge-pattern", f"{label}: {name} is registered as a GE pattern pass "
+                    "(REG_FUSION_PASS/REG_DECOMPOSE_PASS) in recent CANN, and those read only the JSON "
+                    "Switch.GraphFusion: in the old line format this entry may do nothing (write the file as JSON: "
+                    "`fusebisect cfg off ... --out F`)")
             if value == "off" and not entry.can_disable and not entry.spelling_of:
                 add("warning", "cannot-disable", f"{label}: {name} is {entry.always_on}: CANN always runs it, so "
                     "\"off\" does nothing")
