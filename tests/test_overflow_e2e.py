@@ -419,6 +419,16 @@ def test_an_op_dump_from_another_run_of_the_same_dump_root_is_never_matched(tmp_
     assert found.op_name == "run2_op"
 
 
+def test_an_unreadable_matched_op_dump_is_said_so_not_empty(tmp_path):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "MatMulV2", "mm", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 5, "binary")
+    victim = next(leaf.glob("MatMulV2.*"))
+    victim.write_bytes(victim.read_bytes()[:-3])
+    [found] = analyse(tmp_path).overflows
+    assert found.op_name == "mm" and "could not be read" in found.diagnosis and "no tensors" not in found.diagnosis
+
+
 def test_a_partly_unreadable_opdebug_file_is_no_verdict(tmp_path, capsys):
     # output 0 holds a zero status, output 1 cannot be decoded: the overflow may be in it
     good = np.frombuffer(new_record(3, 0, 0), dtype=np.uint8)

@@ -722,6 +722,7 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
                   status_words=rec.status_words, meanings=rec.meanings, context_id=rec.context_id,
                   thread_id=rec.thread_id, matched=op is not None, dump_file=op.path if op is not None else None,
                   opdebug_file=dbg.path, iteration=_iteration_dict(dbg))
+    unreadable = None
     if op is not None:
         try:
             (ov.inputs, ov.outputs, gtype, ov.pass_names, ov.original_ops,
@@ -729,7 +730,12 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
             if gtype:
                 ov.op_type = gtype
         except FusebisectError as exc:
-            report.problems.append((op.path, f"unreadable op dump: {getattr(exc, 'reason', exc)}"))
+            unreadable = getattr(exc, "reason", None) or str(exc)
+            report.problems.append((op.path, f"unreadable op dump: {unreadable}"))
+    if unreadable is not None:   # not "holds no tensors": they are there, and could not be read
+        ov.diagnosis = (f"The matched op dump {op.path.name} could not be read ({unreadable}): its tensors "
+                        "cannot be inspected.")
+        return ov
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
                             matched=ov.matched, task_id=rec.task_id, stream_id=rec.stream_id,
                             pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name,
