@@ -209,7 +209,7 @@ def test_compare_json_lists_every_tensor(tmp_path, capsys):
 @pytest.mark.parametrize("args, message", [
     (["--cosine", "2"], "--cosine 2: a cosine similarity threshold is between -1 and 1"),
     (["--max-abs-error", "-1"], "--max-abs-error -1: must be 0 or more"),
-    (["--csv", "{tmp}"], "{tmp}: is a directory, not a file"),
+    (["--csv", "{tmp}"], "--csv {tmp}: is a directory; give a file path"),
 ])
 def test_compare_refuses_bad_options_with_one_line(tmp_path, capsys, args, message):
     my, gold = _pair(tmp_path, {"a": X}, {"a": X})
