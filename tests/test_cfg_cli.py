@@ -123,6 +123,14 @@ def test_cfg_check_warns_that_ge_pattern_passes_ignore_the_old_format(capsys, tm
     assert run(capsys, "cfg", "check", str(f))[0] == 0
 
 
+def test_cfg_check_lowercase_all_is_a_case_mismatch(capsys, tmp_path):
+    f = tmp_path / "all.cfg"
+    f.write_text('{"Switch": {"GraphFusion": {"all": "off"}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    [p] = json.loads(out)["problems"]
+    assert rc == 1 and p["code"] == "case-mismatch" and "the key for every pass of a section is 'ALL'" in p["message"]
+
+
 def test_cfg_check_legacy_and_clean(capsys, tmp_path):
     f = tmp_path / "old.cfg"
     f.write_text("ConvConcatFusionPass:off\nTbeEltwiseFusionPass:off\n", encoding="utf-8")

@@ -887,6 +887,9 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
                 if real is not None:
                     add("warning", "spelling", f"{label}: {name!r} is a spelling of {real.name!r}; CANN matches "
                         f"exact names, so this entry does nothing (use {real.name!r})")
+                elif name.upper() == ALL:
+                    add("warning", "case-mismatch", f"{label}: no rule {name!r}; the key for every pass of a "
+                        f"section is {ALL!r} (names are case-sensitive)")
                 elif catalog.case_matches(name):
                     add("warning", "case-mismatch", f"{label}: no rule {name!r}; names are case-sensitive: did you "
                         f"mean {' or '.join(repr(n) for n in catalog.case_matches(name))}?")
