@@ -123,6 +123,18 @@ def test_dumps_oracle(tmp_path, outs, outcome, reason):
     assert verdict.outcome == outcome and reason in verdict.reason
 
 
+def test_a_reference_without_dumps_is_named_as_the_missing_side(tmp_path):
+    judge = Judge(dumps=DumpsSpec())
+    ok = Measurement(exit_code=0, seconds=1.0)
+    reference = TrialPaths(tmp_path / "reference", None)
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=_trial(tmp_path / "trial", {"a": X}),
+                          reference_paths=reference)
+    assert verdict.outcome == INVALID and "the all-candidates-off reference run wrote no dumps" in verdict.reason
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=TrialPaths(tmp_path / "none", None),
+                          reference_paths=_trial(tmp_path / "ref2", {"a": X}))
+    assert verdict.outcome == INVALID and verdict.reason == "no dumps in the trial dir"
+
+
 def test_an_unreadable_dump_is_no_verdict_never_no_divergence(tmp_path, capsys):
     """A truncated dump file (a job killed while dumping, a full disk) hides its tensors: the ones that were
     read matching says nothing about them. compare exits 2 naming the file; the run's dumps oracle is INVALID."""

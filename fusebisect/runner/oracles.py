@@ -272,6 +272,9 @@ class Judge:
         except FusebisectError as exc:
             return Verdict(INVALID, f"dumps: {exc}")
         if report is None:
+            if has_dumps(paths):   # then the reference lacks them: every run is judged against its dumps
+                return Verdict(INVALID, f"the all-candidates-off reference run wrote no dumps "
+                                        f"({reference_paths.dump_dir}): nothing to compare with")
             return Verdict(INVALID, "no dumps in the trial dir")
         if not any(row.compared for row in report.rows):
             # nothing was compared: calling the run GOOD would clear every rule it left on
