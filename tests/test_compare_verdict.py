@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fusebisect.cli.app import main
-from fusebisect.compare.dumpfile import write_dump
+from fusebisect.compare.dumpfile import TensorSpec, write_dump
 from fusebisect.compare.engine import compare_dumps
 from fusebisect.runner.oracles import BAD, GOOD, INVALID, DumpsSpec, Judge, Measurement
 from fusebisect.runner.trial import TrialPaths
@@ -171,6 +171,22 @@ def test_an_unreadable_dump_is_no_verdict_never_no_divergence(tmp_path, capsys):
     cut.write_bytes(cut.read_bytes()[:-1])
     verdict = judge.judge(ok, reference=ok, is_reference=False, paths=trial, reference_paths=reference)
     assert verdict.outcome == INVALID and "1 dump file(s) could not be read" in verdict.reason
+    # the reference's own unreadable file is the same for every run: not a reason to skip them all
+    cut.write_bytes(next((tmp_path / "reference" / "dump").glob("Add.b.*")).read_bytes())
+    ref_b = next((tmp_path / "reference" / "dump").glob("Add.b.*"))
+    ref_b.write_bytes(ref_b.read_bytes()[:-1])
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=trial, reference_paths=reference)
+    assert verdict.outcome == GOOD
+    # a tensor whose dtype cannot be decoded is not compared; its file is not unreadable
+    undecodable = tmp_path / "odd"
+    write_dump(undecodable / "my" / f"Add.a.1.{TS}", op_name="a", inputs=[X],
+               outputs=[X, TensorSpec(np.zeros(4, np.uint8), dtype=36)])
+    (undecodable / "npy").mkdir()
+    np.save(undecodable / "npy" / f"a.0.{TS}.npy", X)
+    np.save(undecodable / "npy" / f"a.1.{TS}.npy", np.zeros(4, np.float32))
+    report = compare_dumps(undecodable / "my", undecodable / "npy")
+    assert not report.unreadable and sum(r.compared for r in report.rows) == 1
+    assert main(["compare", str(undecodable / "my"), str(undecodable / "npy")]) == 0
 
 
 def _fused_and_unfused(tmp_path: Path) -> None:
@@ -366,6 +382,11 @@ def test_a_dump_root_holding_two_runs_compares_the_latest_run_only(tmp_path):
     assert {r.tensor for r in report.rows if r.compared} == {"a:input:0", "a:output:0"}
     assert "hold runs 20260101000000, 20260102000000: compared run 20260102000000, device 0, iteration 0" \
         in report.notes[0]
+    # the earlier run dumped more iterations: still the latest run, never its older iterations
+    _dump(leaf("my", "20260101000000").parent / "3", "b", -X, 9)
+    _dump(leaf("gold", "20260101000000").parent / "3", "b", X, 9)
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold")
+    assert report.first_divergence is None and "compared run 20260102000000, device 0" in report.notes[0]
 
 
 def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):

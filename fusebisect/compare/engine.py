@@ -623,13 +623,24 @@ def _read(ctx: _Context, entry):
     return _load(ctx, entry).dump
 
 
-def _unreadable(ctx: _Context, op: str, exc: DumpFormatError, golden_entry=None) -> None:
-    """Records a dump file that could not be read (a DumpFormatError naming its file) in ``unmatched`` with its
-    ``file``: the tensors in it are not compared, so no divergence found elsewhere clears them."""
+def _read_golden(ctx: _Context, op: str, read):
+    """``read()``, recording a golden file that cannot be read as unreadable (then re-raising)."""
+    try:
+        return read()
+    except DumpFormatError as exc:
+        _unreadable(ctx, op, exc, side="golden")
+        raise
+
+
+def _unreadable(ctx: _Context, op: str, exc: DumpFormatError, golden_entry=None, side: str | None = None) -> None:
+    """Records a dump file that could not be read (a DumpFormatError naming its file, raised by reading it: not a
+    tensor whose dtype cannot be decoded) in ``unmatched`` with its ``file``: the tensors in it are not compared,
+    so no divergence found elsewhere clears them."""
     if exc.path is None:
         return
-    side = "golden" if golden_entry is not None and exc.path == os.fspath(getattr(golden_entry, "path", "")) \
-        else "my"
+    if side is None:
+        side = "golden" if golden_entry is not None and exc.path == os.fspath(getattr(golden_entry, "path", "")) \
+            else "my"
     ctx.unmatched.append({"op": op, "side": side, "reason": str(exc), "file": exc.path})
 
 
@@ -997,11 +1008,11 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
         return fail(f"[{entry.op_name}] There is no the ground truth dump file for {tensor}.")
     try:
         if ctx.golden_npy:
-            golden_record = read_dump(golden.path).outputs[0]
+            golden_record = _read_golden(ctx, entry.op_name, lambda: read_dump(golden.path)).outputs[0]
             golden_path = golden.path
             golden_format = origin.format or record.format_name
         else:
-            golden_dump = _read(ctx, golden)
+            golden_dump = _read_golden(ctx, entry.op_name, lambda: _read(ctx, golden))
             golden_path = golden.path
             if origin.index >= len(golden_dump.outputs):
                 return fail(f"[{entry.op_name}] The output index {origin.index} is out of range "
@@ -1045,9 +1056,7 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
         if x.size != y.size:
             return fail(_cannot_compare(op_name, (x.size,), (y.size,)))
         shape = tuple(x.shape)
-    except (DumpFormatError, ValueError) as exc:
-        if isinstance(exc, DumpFormatError):
-            _unreadable(ctx, entry.op_name, exc, golden)
+    except (DumpFormatError, ValueError) as exc:   # (a tensor of a dtype that cannot be decoded: not compared)
         return fail(str(exc))
     row = CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, {}, "",
                      _addr(record.address), None, list(pass_names or []), ub_pass_name, list(originals or []),

@@ -237,21 +237,24 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
     several iterations or devices are different data, never one pool of ops (an op missing from one iteration
     would be compared with another iteration's). The leaf kept is the latest iteration (``earliest``: the
     earliest), then the lowest device, then the model with the most ops, among those both trees have (matched
-    by device, model name and iteration: model ids differ between runs), of the latest run when a dump_path
-    holds several (timestamp directories); returns the trees and a note per tree that held more than one leaf."""
+    by device, model name and iteration: model ids differ between runs), taken from each tree's latest run when
+    a dump_path holds several (timestamp directories); returns the trees and a note per tree that held more than
+    one leaf."""
     trees = [t for t in (my, golden) if t is not None]
     grouped = [t.groups() for t in trees]
     if all(len(g) <= 1 for g in grouped):
         return my, golden, []
-    # one iteration of a device can hold several models (a train and an eval graph), and a dump_path one
-    # timestamp directory per run: of the same (device, model, iteration) in several runs the latest is kept
-    keys = [{(g[0], g[1], g[3]): g for g in sorted(groups, key=lambda g: _leaf_key(g), reverse=True)}
-            for groups in grouped]
+    # a dump_path keeps one timestamp directory per run: only the latest run of each tree takes part
+    latest = [max((int(g[4]) for g in groups if g[4] is not None), default=None) for groups in grouped]
+    runs_of = [{g: e for g, e in groups.items() if last is None or g[4] is None or int(g[4]) == last}
+               for groups, last in zip(grouped, latest)]
+    # one iteration of a device can hold several models (a train and an eval graph)
+    keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in runs_of]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = []
     out: list[DumpTree] = []
-    for tree, groups, by_key, side in zip(trees, grouped, keys, ("my", "golden")):
-        if len(groups) <= 1:
+    for tree, all_groups, groups, by_key, side in zip(trees, grouped, runs_of, keys, ("my", "golden")):
+        if len(all_groups) <= 1:
             out.append(tree)
             continue
         pool = [by_key[k] for k in common] if common else list(groups)
@@ -259,8 +262,8 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
         device, name, _mid, iteration, run = chosen
         models = len({g[1] for g in groups})
-        runs = len({g[4] for g in groups})
-        notes.append(f"{side} dumps in {tree.root} hold {_describe_leaves(groups)}: compared "
+        runs = len({g[4] for g in all_groups})
+        notes.append(f"{side} dumps in {tree.root} hold {_describe_leaves(all_groups)}: compared "
                      + (f"run {run}, " if runs > 1 else "") + f"device {device}, "
                      + (f"model {name}, " if models > 1 else "")
                      + f"iteration {iteration} only (give a leaf directory to choose another)")
