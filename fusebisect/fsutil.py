@@ -14,34 +14,50 @@ from pathlib import Path
 from fusebisect.errors import UsageError
 
 
+# outputs a dump, golden or graph scan never reads: one written earlier may be written again
+_REPORT_SUFFIXES = (".csv", ".html", ".htm", ".md")
+
+
+def _resolved(path: str | os.PathLike[str], flag: str) -> Path:
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError) as exc:   # RuntimeError: a symbolic link loop (Python < 3.13)
+        raise UsageError(f"{flag} {path}: cannot resolve the path ({exc})") from None
+
+
 def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
-                        inputs: Iterable[str | os.PathLike[str] | None], *, new_file_ok: bool = True) -> None:
+                         inputs: Iterable[str | os.PathLike[str] | None], *, new_file_ok: bool = True) -> None:
     """Raise UsageError when output ``out`` (given with option ``flag``) would replace an input: it is one of the
-    ``inputs``, or an existing file inside an input directory (a dump, a golden .npy, a graph). With
-    ``new_file_ok`` False anything inside an input directory is refused (outputs that would mix into the data).
-    Symlinks are followed."""
+    ``inputs``, or an existing file inside an input directory that is not a report (a dump, a golden .npy, a
+    graph, mapping.csv; a .csv/.html/.md written there before may be written again). With ``new_file_ok`` False
+    anything inside an input directory is refused (outputs that would mix into the data). Symlinks are
+    followed."""
     if out is None:
         return
-    where = Path(out).resolve()
+    where = _resolved(out, flag)
+    report = where.suffix.lower() in _REPORT_SUFFIXES and where.name != "mapping.csv" and where.is_file()
     for given in inputs:
         if given is None:
             continue
-        source = Path(given).resolve()
+        source = _resolved(given, flag)
         inside = source.is_dir() and where.is_relative_to(source)
-        if where == source or (inside and (where.exists() or not new_file_ok)):
+        if where == source or (inside and ((where.exists() and not report) or not new_file_ok)):
             what = "is" if where == source else "would replace a file in" if where.exists() else "is inside"
             raise UsageError(f"{flag} {out}: {what} the input {given}, which is only read; write it elsewhere")
 
 
-def check_output_file(out: str | os.PathLike[str] | None, flag: str) -> None:
-    """Raise UsageError unless ``out`` (given with option ``flag``) can name an output file: not a directory, in
-    a directory that exists (a mistyped path must not create directories)."""
+def check_output_file(out: str | os.PathLike[str] | None, flag: str, *, directory: bool = False) -> None:
+    """Raise UsageError unless ``out`` (given with option ``flag``) can name an output file (``directory``: an
+    output directory): not a directory (not a file), in a directory that exists (a mistyped path must not create
+    directories)."""
     if out is None:
         return
     path = Path(out)
-    if path.is_dir():
+    if not directory and path.is_dir():
         raise UsageError(f"{flag} {out}: is a directory; give a file path")
-    parent = path.resolve().parent
+    if directory and path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {out}: exists and is not a directory")
+    parent = _resolved(path, flag).parent
     if not parent.is_dir():
         raise UsageError(f"{flag} {out}: directory {parent} does not exist")
 

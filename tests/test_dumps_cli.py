@@ -102,6 +102,15 @@ def test_dump_convert_dir_skips_bad_files(tmp_path, capsys):
     assert sorted(p.name for p in src.iterdir()) == before
 
 
+def test_cfg_and_convert_outputs_in_a_missing_directory_are_errors(tmp_path, capsys):
+    path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="a", inputs=[], outputs=[TensorSpec(np.ones(2))])
+    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "no" / "o"))
+    assert rc == 2 and f"directory {tmp_path / 'no'} does not exist" in err
+    rc, _, err = _run(capsys, "cfg", "off", "GeluFusionPass", "--out", str(tmp_path / "no" / "f.cfg"))
+    assert rc == 2 and f"directory {tmp_path / 'no'} does not exist" in err
+    assert not (tmp_path / "no").exists()
+
+
 def test_dump_convert_bad_format_flag(tmp_path, capsys):
     path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="a", inputs=[], outputs=[TensorSpec(np.ones(2))])
     rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "BOGUS")

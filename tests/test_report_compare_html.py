@@ -82,10 +82,17 @@ def test_reports_are_never_written_over_or_into_the_inputs(tmp_path, capsys):
         assert f"error: {flag} " in err and "which is only read; write it elsewhere" in err, err
     assert digest() == before
     assert not (victim.parent / "npy").exists()
-    # a new report file beside the dumps is fine (running from inside the dump directory), and is no dump
-    assert main(["--quiet", "overflow", str(tmp_path / "d"), "--html", str(victim.parent / "report.html")]) == 1
+    # a new report file beside the dumps is fine (running from inside the dump directory), and is no dump; so is
+    # writing it again
+    for _ in range(2):
+        assert main(["--quiet", "overflow", str(tmp_path / "d"), "--html", str(victim.parent / "report.html")]) == 1
     assert main(["--quiet", "overflow", str(tmp_path / "d"), "--json"]) == 1
     assert "report.html" not in capsys.readouterr().err and digest() == before
+    # a symbolic link loop is a one-line error naming the option
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert main(["overflow", str(tmp_path / "d"), "--html", str(tmp_path / "loop" / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "error: --html " in err and "Traceback" not in err and "internal error" not in err
 
 
 def test_a_report_path_in_a_missing_directory_is_an_error_not_a_new_directory(tmp_path, capsys):

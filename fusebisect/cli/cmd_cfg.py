@@ -21,8 +21,11 @@ def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: li
 
     for w in warnings:
         common.log(f"warning: {w}")
+    from fusebisect.fsutil import check_output_file
+
     written = None
     if out is not None:
+        check_output_file(out, "--out")
         written = write_switch_file(out, config, force=force)
         common.log(f"wrote {written}")
     if json_out:

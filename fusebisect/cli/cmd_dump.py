@@ -172,9 +172,8 @@ def register(app: typer.Typer) -> None:
                                  f"NHWC, HWCN, ND, ...), not into device formats")
         if not path.exists():
             raise DumpFormatError("no such file or directory", path=path)
-        if out.exists() and not out.is_dir():
-            raise UsageError(f"--out {out}: exists and is not a directory")
-        from fusebisect.fsutil import refuse_inside_inputs
+        from fusebisect.fsutil import check_output_file, refuse_inside_inputs
+        check_output_file(out, "--out", directory=True)
         refuse_inside_inputs(out, "--out", [path], new_file_ok=False)
         files, bad = [], []
         if path.is_file():
