@@ -130,6 +130,12 @@ def test_dump_convert_original_never_writes_an_unconverted_device_layout(tmp_pat
     doc = json.loads(out)
     assert rc == 2 and doc["files"] == [] and "format FRACTAL_Z_3D cannot be converted" in doc["skipped"][0]["reason"]
     assert not list(tmp_path.glob("o/*.npy"))
+    for fmt in (38, 44, 5):   # FRACTAL_ZN_LSTM, FRACTAL_ZN_RNN, NC1C0HWPAD: no conversion either
+        write_dump(tmp_path / "e" / f"Conv.w{fmt}.1.0.17000000000000{fmt:02d}", op_name="w", inputs=[],
+                   outputs=[TensorSpec(np.ones((4, 2, 16, 16), np.float32), format=fmt, original_shape=(8, 8))])
+    rc, out, _ = _run(capsys, "dump", "convert", str(tmp_path / "e"), "--out", str(tmp_path / "oe"), "--format",
+                      "ORIGINAL", "--json")
+    assert rc == 2 and json.loads(out)["files"] == [] and len(json.loads(out)["skipped"]) == 3
     rc, out, _ = _run(capsys, "dump", "convert", str(tmp_path / "d"), "--out", str(tmp_path / "raw"), "--json")
     assert rc == 0 and [f["shape"] for f in json.loads(out)["files"]] == [[36, 2, 16, 16]]
 

@@ -34,8 +34,7 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     """Return record ``rec``'s array converted per ``--format`` (None = device layout). Raises DumpFormatError."""
     import numpy as np
 
-    from fusebisect.compare.engine import PRIVATE_FORMATS
-    from fusebisect.compare.formats import DEFAULT_TARGET, to_original
+    from fusebisect.compare.formats import DEFAULT_TARGET, PLAIN_LAYOUTS, to_original
 
     arr = rec.array()
     if arr.dtype.isbuiltin != 1:
@@ -46,7 +45,7 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     if name in DEFAULT_TARGET:
         arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
         layout = DEFAULT_TARGET[name]
-    elif name in PRIVATE_FORMATS:   # a device layout without a conversion: never written as if converted
+    elif name not in PLAIN_LAYOUTS:   # a device layout without a conversion: never written as if converted
         raise DumpFormatError(f"format {name} cannot be converted (the device layout is kept only without "
                               "--format)")
     else:

@@ -23,6 +23,7 @@ TARGETS = {"NC1HWC0": ("NCHW", "NHWC", "HWCN"), "FRACTAL_Z": ("NCHW", "HWCN", "N
            "FRACTAL_NZ": ("ND", "NCHW", "NHWC"), "NDC1HWC0": ("NCDHW", "NDHWC"), "C1HWNCoC0": ("HWCN", "NCHW")}
 _LETTER_LAYOUTS = {"NCHW", "NHWC", "HWCN", "CHWN", "NCDHW", "NDHWC", "DHWCN", "DHWNC", "NC", "CN"}
 _PLAIN = _LETTER_LAYOUTS | {"ND", "RESERVED", "NCL", "MD"}
+PLAIN_LAYOUTS = frozenset(_PLAIN)   # host layouts: stored as their shape says, nothing to convert
 
 
 def _name(fmt: int | str) -> str:
