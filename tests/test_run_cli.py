@@ -94,11 +94,14 @@ def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
     only it, before starting anything."""
     job = tmp_path / "job.py"
     pidfile = tmp_path / "grandchild.pid"
+    detached = tmp_path / "detached.pid"   # a process the job moved out of its group (setsid)
     block = tmp_path / "block"
     block.touch()
     job.write_text(textwrap.dedent(f'''
         import os, subprocess, sys, time
         if os.path.exists({str(block)!r}):
+            away = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+            open({str(detached)!r}, "w").write(str(away.pid))
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
             open({str(pidfile)!r}, "w").write(str(child.pid))
             time.sleep(300)
@@ -121,6 +124,7 @@ def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
         rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         assert "killed the execution an interrupted run left running in" in " ".join(rerun.stderr.split())
         _assert_gone(grandchild, "the job left running by the killed fusebisect survived the rerun")
+        _assert_gone(int(detached.read_text()), "the process the job detached survived the rerun")
         assert bystander.poll() is None                        # nothing else was touched
         assert not list(work.glob("trials/*.pgid"))
     finally:

@@ -28,8 +28,8 @@ from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        set_aside_previous_run)
 from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
-from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_leftovers,
-                                     numbered_trial_dirs, read_text, substitute)
+from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
+                                     kill_leftovers, numbered_trial_dirs, read_text, substitute)
 
 VERDICT_OPTIONS = ("metric", "metric_mode", "rtol", "atol", "expect", "check", "dumps", "cosine",
                    "max_abs_error", "rules", "repeat", "flaky", "graph_dump", "seed", "confidence")
@@ -665,7 +665,7 @@ class Session:
         trials = self.workdir / "trials"
         for found in sorted(trials.glob(f"*{PGID_SUFFIX}")) if trials.is_dir() else []:
             trial_dir = found.with_name(found.name[:-len(PGID_SUFFIX)])
-            pids = kill_leftovers(trial_dir)
+            pids = kill_leftovers(trial_dir) + kill_detached(str(trial_dir))   # and those that left the group
             if pids:
                 self.progress.log(f"killed the execution an interrupted run left running in {_esc(trial_dir)} "
                                   f"(process{'es' if len(pids) > 1 else ''} {', '.join(map(str, pids))})")
