@@ -359,7 +359,7 @@ def tensor_stats(array: np.ndarray, *, kind: str, index: int, dtype: str | None 
 def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, op_type: str = "", unit: str = "",
              matched: bool = True, task_id: int | None = None, stream_id: int | None = None,
              pass_names: Sequence[str] = (), original_ops: Sequence[str] = (), op_name: str = "",
-             output_origins: Sequence[str] = ()) -> str:
+             output_origins: Sequence[str] = (), unreadable: str | None = None) -> str:
     """One line saying where to look next, following the usual overflow analysis:
 
     inputs already abnormal -> look upstream first; clean inputs and a float16 output saturating -> keep the op
@@ -389,6 +389,8 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
             first = bad_out[0]
             parts.append(f"Inputs are clean but output {first.index} holds {first.problem_text()}: the computation "
                          f"of {what} overflowed; check its formula against these input values.")
+        elif not inputs and not outputs and unreadable:
+            parts.append(f"The matched op dump could not be read ({unreadable}): its tensors cannot be inspected.")
         elif not inputs and not outputs:
             parts.append("The matched op dump holds no tensors to inspect.")
         else:
@@ -732,14 +734,16 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
         except FusebisectError as exc:
             unreadable = getattr(exc, "reason", None) or str(exc)
             report.problems.append((op.path, f"unreadable op dump: {unreadable}"))
-    if unreadable is not None:   # not "holds no tensors": they are there, and could not be read
-        ov.diagnosis = (f"The matched op dump {op.path.name} could not be read ({unreadable}): its tensors "
-                        "cannot be inspected.")
-        return ov
+            graph_op = gindex.op(op.op_name)   # the graph still names the op's fusion rules
+            if graph_op is not None:
+                ov.op_type = graph_op.type or ov.op_type
+                ov.pass_names = list(dict.fromkeys(list(graph_op.pass_names)
+                                                   + ([graph_op.ub_pass_name] if graph_op.ub_pass_name else [])))
+                ov.original_ops = list(graph_op.original_op_names)
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
                             matched=ov.matched, task_id=rec.task_id, stream_id=rec.stream_id,
                             pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name,
-                            output_origins=ov.output_origins)
+                            output_origins=ov.output_origins, unreadable=unreadable)
     return ov
 
 
