@@ -99,6 +99,13 @@ def test_settle_mid_round_keeps_the_culprits_named():
     det = Search(cands, workers=3)
     det.settle()
     assert det.done and det.result.status == "inconclusive" and det.result.budget_stopped
+    # cut before any culprit was named: the most likely hypothesis is said, as at the serial budget
+    early = Search(cands, flaky=True, workers=2)
+    for _ in range(3):
+        for off in early.propose():
+            early.observe(off, target(off))
+    early.settle()
+    assert early.done and early.result.status == "inconclusive" and "most likely" in early.result.message
 
 
 def test_flaky_reverse_direction():

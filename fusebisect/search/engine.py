@@ -135,6 +135,7 @@ class Search:
         self._notes: list[str] = []
         self._found: list[list[int]] = []
         self._noisy_named: list[tuple[int, float]] = []
+        self._noisy_top: tuple[int, float] | None = None
         self._unconfirmed: set[int] = set()
         self._stuck: list[int] = []
         self._phase = "gates"
@@ -312,6 +313,7 @@ class Search:
         self._batch = []
         self._found = []
         self._noisy_named = []
+        self._noisy_top = None
         self._unconfirmed = set()
         self._stuck = []
         self._budget_stopped = False   # set where the budget ends the search (reported in the result)
@@ -676,6 +678,8 @@ class Search:
             post = model.probabilities()
             top = int(post.argmax())
             p = float(post[top])
+            if not found:
+                self._noisy_top = (top, p)          # (a budget stop names the most likely hypothesis)
             self._left = int((post > 0.01).sum())
             cap = self._cap(len(found))
             m = model.n
@@ -705,9 +709,9 @@ class Search:
                     self._phase = "verify"
                     yield [(lfm, "repeat")]
                     continue
-                if len(decided) == 1:
-                    self._notes.append(f"the run with {self.candidates[g]} off was judged once only (run budget): "
-                                       "a further culprit is not ruled out")
+                if max(bad, good) < 2:
+                    self._notes.append(f"the run with {self.candidates[g]} off was not judged by two agreeing runs "
+                                       "(run budget, or invalid runs): a further culprit is not ruled out")
                 if bad >= 2 and bad > len(decided) - bad:
                     found.append((g, p))
                     found_mask |= 1 << g
@@ -795,6 +799,8 @@ class Search:
         if self._noisy and self._noisy_named:
             self._notes.append("stopped at the run budget before ruling out more culprits")
             return self._noisy_found(self._noisy_named)
+        if self._noisy and self._noisy_top is not None:
+            return self._noisy_result(*self._noisy_top, exhausted=True)
         if self._found:
             self._notes.append("stopped at max_executions while looking for more culprits")
             return self._det_result()
