@@ -58,8 +58,8 @@ def register(app: typer.Typer) -> None:
 
     @cfg.command("off", help="""Write a switch file that turns RULE... off, each in its catalog section.
 
-Rules of unknown kind go into both sections; names the catalog lacks need --kind. Forbidden-close rules are
-written but CANN ignores them (a warning says so). Without --out the file is printed to stdout.
+Rules of unknown kind go into both sections; names the catalog lacks need --kind. Rules CANN always runs
+(forbidden-close, or in its ExceptionalPassOfO1Level list) are written but CANN ignores them (a warning says so). Without --out the file is printed to stdout.
 
 Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusion_switch.cfg
 """)
@@ -96,7 +96,7 @@ Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusi
     @cfg.command("all-off", help="""Write a switch file that turns off every rule a switch file can turn off.
 
 ALL: off in both sections, plus an explicit off for each pass CANN's built-in config names "on" (a user ALL does
-not override those). Forbidden-close passes still run. Without --out the file is printed to stdout.
+not override those). Forbidden-close passes and those of CANN's ExceptionalPassOfO1Level list still run. Without --out the file is printed to stdout.
 
 Example: fusebisect cfg all-off --out fusion_off.cfg
 """)
@@ -150,8 +150,9 @@ Example: fusebisect cfg check fusion_switch.cfg
 
     @cfg.command("effective", help="""Show whether each rule the file names actually runs, and why.
 
-Follows CANN's precedence: forbidden-close passes always run; an exact name beats ALL; the file's entries beat the
-built-in config, whose explicit entries still beat the file's ALL.
+Follows CANN's precedence: forbidden-close passes and those in an ExceptionalPassOfO1Level list (CANN's or the
+file's) always run; an exact name beats ALL; the file's entries beat the built-in config, whose explicit entries
+still beat the file's ALL.
 
 Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPass
 """)
@@ -170,7 +171,8 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
             validate_rule_name(name)
         notes: dict[str, list[str]] = {}
         for p in name_problems(config, catalog):
-            if p.severity == "warning" and p.rule and p.code != "cannot-disable":  # that one is the reason itself
+            if p.severity == "warning" and p.rule and p.code not in ("cannot-disable", "own-o1-exception"):
+                # (those two are the reason itself)
                 notes.setdefault(p.rule, []).append(p.message.split(": ", 1)[-1])
         rows = []
         for name in names:

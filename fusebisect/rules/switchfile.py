@@ -327,7 +327,7 @@ def _check_priority(node: Node, add) -> None:
                 text = val.value.strip() if val.kind == "string" else None
                 if text is None or not re.fullmatch(r"-?[0-9]+", text):
                     shown = json.dumps(val.value) if val.kind != "object" else "an object"
-                    hint = f" (write \"{val.value}\")" if val.kind == "number" else ""
+                    hint = f" (write \"{val.value}\")" if val.kind == "number" and isinstance(val.value, int) else ""
                     add("priority", f"{label} = {shown}: CANN needs a string holding an integer{hint}", val.offset)
                 elif not bounds[0] <= int(text) < bounds[1]:
                     add("priority", f"{label} = {int(text)}: a {level.strip()} priority must be in "
@@ -496,8 +496,9 @@ def parse_switch_text(text: str, path=None) -> SwitchConfig:
     """Parse a switch file's text (JSON or the old line format) into a SwitchConfig.
 
     Raises SwitchFileError (with line and column) for invalid JSON, a top-level key other than Switch/Priority/
-    ExceptionalPassOfO1Level, a value other than exactly on/off, an invalid rule name, or a duplicate line of the
-    old format (in JSON, the last of duplicate keys counts, as in CANN's reader; ``check_switch`` warns of them).
+    ExceptionalPassOfO1Level, a value that is not on/off (a padded " on " is read as off, as FE reads it), a
+    Priority value FE rejects, an invalid rule name, or, in the old format, a duplicate line, a comment or a line
+    of spaces (in JSON, the last of duplicate keys counts, as in CANN's reader; ``check_switch`` warns of them).
     """
     text, _ = _strip_bom(text)
     problems: list[Problem] = []

@@ -123,8 +123,8 @@ def set_aside_previous_run(workdir: str | os.PathLike[str],
     -o path then shows a verdict of the old run.
 
     An ``extra`` path that is a symbolic link is kept (the next run writes through it); the file it points to is
-    moved. Returns (that directory, the paths moved: relative to the workdir, or as given when outside), or None
-    when there was nothing to move. Raises OSError."""
+    moved. Returns (that directory, the paths moved: relative to the workdir, or, when outside, as given (the
+    file a symbolic link points to for a link)), or None when there was nothing to move. Raises OSError."""
     workdir = Path(workdir).absolute()
     moving: list[Path] = []
     # an -o path that is a symbolic link stays (the run writes through it): its target's content moves

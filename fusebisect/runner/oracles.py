@@ -364,14 +364,15 @@ def several_iterations(paths: TrialPaths) -> bool:
 
 
 def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:
-    """Return the journal's ``dumps`` payload: rows (op, tensor, cosine, max_abs_error) and first_divergence."""
+    """Return the journal's ``dumps`` payload: rows (op, tensor, cosine, max_abs_error), first_divergence and the
+    comparison's notes (e.g. which iteration of several was compared)."""
     rows = []
     for row in report.rows[:limit]:
         metrics = row.metrics or {}
         rows.append({"op": row.my_op, "tensor": row.tensor,
                      "cosine": _num(metrics.get("CosineSimilarity")),
                      "max_abs_error": _num(metrics.get("MaxAbsoluteError"))})
-    return {"rows": rows, "first_divergence": _plain(report.first_divergence),
+    return {"rows": rows, "first_divergence": _plain(report.first_divergence), "notes": list(report.notes),
             "not_compared": sum(not row.compared for row in report.rows)}
 
 
