@@ -146,6 +146,8 @@ def production_cfg_title(view: RunView) -> str:
     """The heading of the production switch file: a partial fix when the run did not end ``found``."""
     if view.status == "found":
         return "Production fusion_switch.cfg"
+    if ((view.result or {}).get("verify") or {}).get("outcome") == "good":
+        return "fusion_switch.cfg (the culprits named off; a final run was GOOD, but the verdict is inconclusive)"
     return "Partial fusion_switch.cfg (the culprits found so far off; not a verified fix)"
 
 

@@ -220,6 +220,9 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             reverse = any(c.get("direction") == "off" for c in j["culprits"])
             what = "culprits off, or on for those bad while off" if reverse else "culprits off only"
             console.print(f"production switch file ({what}): {j['switch_file']}", soft_wrap=True)
+        elif (j.get("verify") or {}).get("outcome") == "good":
+            console.print(f"switch file (the culprits named off; a final run was GOOD, but the verdict is "
+                          f"inconclusive, see above): {j['switch_file']}", soft_wrap=True)
         else:
             console.print(f"[yellow]partial[/yellow] switch file (the culprits found so far off; NOT a verified "
                           f"fix): {j['switch_file']}", soft_wrap=True)

@@ -1030,6 +1030,15 @@ class Session:
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
             result = self._unless_still_bad(result)
+            low = [c for c in result.culprits if c.confidence < self.opts.confidence]
+            if result.status == "found" and low:   # never named below --confidence: an unconfirmed set
+                names = ", ".join("+".join(c.rules) for c in low)
+                result = dataclasses.replace(result, status="inconclusive", message=(
+                    f"{result.message} {names} is named with confidence {min(c.confidence for c in low):g}, below "
+                    f"--confidence {self.opts.confidence:g}: the run that would show whether it reproduces the "
+                    f"symptom alone could not be judged (see the notes), so the culprit set is not established. "
+                    f"The switch file turns it off" + (" and a final run was GOOD." if verify is not None and
+                                                       verify.outcome == GOOD else ".")))
             stuck = self._switch_ignored()
             stuck += [r for r in self._fused_with_excluded(result) if r not in stuck]
             if result.status == "found" and stuck and self._relative_only():
