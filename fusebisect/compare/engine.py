@@ -230,6 +230,14 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:
         _blame_producer(report.first_divergence, report.rows, my_g)
+        if report.unreadable:   # the first divergence is the first among the tensors that could be read
+            first = report.unreadable[0]
+            report.notes.append(f"{len(report.unreadable)} dump file(s) could not be read (first: {first['reason']}): "
+                                "the divergence may start before the first one reported")
+    if mode == "npy_by_name":
+        report.notes.append("golden .npy without --my-graph: ops are matched by name (msaccucmp requires -f here); a "
+                            "fused op is compared with the golden of the op it is named after, which computes less: "
+                            "give --my-graph to map fused ops to their original ops")
     return report
 
 

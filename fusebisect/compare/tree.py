@@ -252,13 +252,22 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
     keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in runs_of]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = []
+    pick = None
+    if common:   # one (device, model, iteration) for both sides: the model with the most ops on both together
+        pick = min(common, key=lambda k: (*_leaf_key(keys[0][k], earliest),
+                                          -sum(len(groups[by_key[k]]) for groups, by_key in zip(runs_of, keys))))
+    elif len(trees) > 1 and all(any(k[0] is not None for k in ks) for ks in keys):
+        notes.append("my and golden dumps have no (device, model, iteration) in common: each side's own leaf is "
+                     "compared, which may be another step's data (give two leaf directories to choose)")
     out: list[DumpTree] = []
     for tree, all_groups, groups, by_key, side in zip(trees, grouped, runs_of, keys, ("my", "golden")):
         if len(all_groups) <= 1:
             out.append(tree)
             continue
-        pool = [by_key[k] for k in common] if common else list(groups)
-        chosen = min(pool, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g])))   # then the model with most ops
+        if pick is not None:
+            chosen = by_key[pick]
+        else:   # the latest iteration, then the model with the most ops
+            chosen = min(groups, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g])))
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
         device, name, _mid, iteration, run = chosen
         models = len({g[1] for g in groups})
