@@ -192,6 +192,11 @@ def test_legacy_format():
         with pytest.raises(SwitchFileError, match=what):
             parse_switch_text(text)
     assert parse_switch_text("A:off\r\nB:on\r\n").graph == {"A": "off", "B": "on"}
+    # a byte-order mark stays in the first line's name for FE's line reader: that entry switches nothing
+    assert parse_switch_text("\ufeffA:off\nB:off\n").graph == {"B": "off"}
+    with pytest.raises(SwitchFileError, match="byte-order mark alone"):
+        parse_switch_text("\ufeff\nB:off\n")
+    assert parse_switch_text('\ufeff{"Switch": {"GraphFusion": {"A": "off"}}}').graph == {"A": "off"}
     with pytest.raises(SwitchFileError, match="line 2, column 1: A appears twice"):
         parse_switch_text("A:off\nA:on\n")
     with pytest.raises(SwitchFileError, match="line 1.*exactly on or off"):

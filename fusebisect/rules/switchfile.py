@@ -425,7 +425,8 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
     return cfg
 
 
-def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = None) -> SwitchConfig:
+def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = None,
+                      bom: bool = False) -> SwitchConfig:
     """Old format: one ``PassName:on|off`` per line, applying to both kinds; duplicates are errors.
 
     As FE's LoadOldFormatFusionSwitchFile reads it: lines split at "\\n", only empty ones skipped (a line of
@@ -435,6 +436,16 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
     where = {} if where is None else where
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.split("\n"), start=1):
+        if bom and lineno == 1:   # FE's line reader keeps a byte-order mark: it is part of the first line
+            if not raw.strip():
+                problems.append(Problem("error", "syntax", "a byte-order mark alone on the first line: CANN's "
+                                        "old-format reader fails the whole file on it", 1, 1))
+            else:
+                first = raw.strip().partition(":")[0].strip()
+                problems.append(Problem("warning", "bom", f"UTF-8 byte-order mark: CANN's old-format reader keeps it "
+                                        f"in the first line's pass name, so {first}'s entry does nothing (save the "
+                                        f"file without it)", 1, 1, rule=first or None))
+            continue
         if not raw:
             continue
         s = raw.strip()
@@ -500,14 +511,14 @@ def parse_switch_text(text: str, path=None) -> SwitchConfig:
     Priority value FE rejects, an invalid rule name, or, in the old format, a duplicate line, a comment or a line
     of spaces (in JSON, the last of duplicate keys counts, as in CANN's reader; ``check_switch`` warns of them).
     """
-    text, _ = _strip_bom(text)
+    text, bom = _strip_bom(text)
     problems: list[Problem] = []
     if looks_like_json(text):
         root, lenient = read_json_tree(text, path)
         cfg = _interpret_json(root, text, problems)
         cfg.lenient = [f"{':'.join(map(str, line_col(text, item.offset)))}: {item.what}" for item in lenient]
     else:
-        cfg = _interpret_legacy(text, problems)
+        cfg = _interpret_legacy(text, problems, bom=bom)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         first = errors[0]
@@ -827,7 +838,7 @@ def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: 
     problems: list[Problem] = []
     where: dict[tuple[str, str], tuple[int, int]] = {}
     text, bom = _strip_bom(text)
-    if bom:
+    if bom and looks_like_json(text):
         problems.append(Problem("info", "bom", "UTF-8 byte-order mark at the start (CANN's JSON reader skips it)",
                                 1, 1))
     if looks_like_json(text):
@@ -851,7 +862,7 @@ def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: 
             problems.extend(_schema_problems(root, text))  # the interpreter and the schema should agree
     else:
         fmt = "legacy"
-        cfg = _interpret_legacy(text, problems, where)
+        cfg = _interpret_legacy(text, problems, where, bom=bom)
         problems.append(Problem("info", "legacy-format", "old line format: every entry applies to both GraphFusion "
                                 "and UBFusion", 1, 1))
     problems.extend(_catalog_problems(cfg, catalog, where, allow_unknown))
