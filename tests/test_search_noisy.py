@@ -108,6 +108,22 @@ def test_settle_mid_round_keeps_the_culprits_named():
     assert early.done and early.result.status == "inconclusive" and "most likely" in early.result.message
 
 
+def test_flaky_two_rules_bad_while_off_are_never_one_found():
+    """Two rules bad while turned off: the run with only the likelier one on is still BAD. The noise-aware mode
+    models one reverse culprit, so it must not answer found with one of them (its production file would keep the
+    job broken)."""
+    cands = names(40)
+    for seed in range(3):
+        s = Search(cands, flaky=True, seed=seed)
+        drive(s, SimTarget(cands, [frozenset({cands[4]}), frozenset({cands[17]})], reverse=True, seed=seed))
+        r = s.result
+        assert r.status == "inconclusive" and "another rule is bad while off too" in r.message, r.message
+    # one such rule still answers found
+    s = Search(cands, flaky=True)
+    drive(s, SimTarget(cands, [frozenset({cands[4]})], reverse=True, flip=0.05, seed=9))
+    assert s.result.status == "found" and s.result.culprits[0].rules == (cands[4],)
+
+
 def test_flaky_reverse_direction():
     results = run_many(60, 0.05, 40, seed=2, reverse=True)
     ok = sum(r.status == "found" and r.culprits[0].rules == (c,) and r.culprits[0].direction == "off"

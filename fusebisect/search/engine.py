@@ -696,6 +696,23 @@ class Search:
                     self._phase = "confirm"
                     yield missing[:self.workers]
                     continue
+                if not found and self._n <= g < 2 * self._n:
+                    # bad while off: the run with only it on (every other candidate off) must be GOOD, seen twice
+                    # (a majority of up to three runs); BAD there means another rule is bad while off too
+                    only_on = self._all ^ (1 << (g - self._n))
+                    decided = self._verdicts(only_on)
+                    bad = decided.count(Outcome.BAD)
+                    if 0 < len(decided) < 3 and max(bad, len(decided) - bad) < 2 and self.executions < cap:
+                        self._phase = "verify"
+                        yield [(only_on, "repeat")]
+                        continue
+                    if 2 * bad > len(decided):
+                        name = self.candidates[g - self._n]
+                        return self._result("inconclusive", [], f"{name} is bad while turned off (p={p:.3f}), but "
+                                            f"with only it on the job was still bad ({bad} of {len(decided)} runs): "
+                                            "another rule is bad while off too, which the noise-aware mode does not "
+                                            "search. Rerun without --flaky, or with --rules leaving "
+                                            f"{name} out.")
                 if not found and g >= self._n:
                     return self._noisy_result(g, p)
                 # Go's loop: with this culprit off, is the job still bad? Only then look for another one. The
