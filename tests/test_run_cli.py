@@ -89,6 +89,40 @@ def _assert_gone(pid: int, why: str) -> None:
     pytest.fail(why)
 
 
+def test_after_kill_9_the_rerun_kills_a_check_command_left_running(tmp_path):
+    """The --check command runs in its own process group after the job: kill -9 of fusebisect while it runs
+    leaves it alive, and the rerun kills it like a job left running."""
+    check = tmp_path / "check.py"
+    pidfile = tmp_path / "check.pid"
+    block = tmp_path / "block"
+    block.touch()
+    check.write_text(textwrap.dedent(f'''
+        import os, time
+        if os.path.exists({str(block)!r}):
+            open({str(pidfile)!r}, "w").write(str(os.getpid()))
+            time.sleep(300)
+    '''))
+    work = tmp_path / "w"
+    argv = [sys.executable, "-m", "fusebisect", "run", "--rules", "ABatchnormFusionPass", "--workdir", str(work),
+            "--check", f"{sys.executable} {check}", "--", sys.executable, "-c", "pass"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait(timeout=10)
+        left = int(pidfile.read_text())
+        assert psutil.Process(left).is_running()
+        block.unlink()
+        rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert "killed the execution an interrupted run left running in" in " ".join(rerun.stderr.split())
+        _assert_gone(left, "the check command left running by the killed fusebisect survived the rerun")
+    finally:
+        proc.kill()
+
+
 def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
     """kill -9 of fusebisect leaves its running job alive (it holds an NPU); the rerun that resumes kills it, and
     only it, before starting anything."""

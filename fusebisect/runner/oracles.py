@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fusebisect.errors import FusebisectError, UsageError
-from fusebisect.runner.trial import ExecResult, ProcessRegistry, TrialPaths, iter_text, run_process, substitute
+from fusebisect.runner.trial import (ExecResult, ProcessRegistry, TrialPaths, iter_text, pgid_file, run_process,
+                                     substitute)
 
 GOOD, BAD, INVALID, UNKNOWN = "good", "bad", "invalid", "unknown"
 PENDING = "pending: judged against the reference run"
@@ -188,8 +189,9 @@ class Judge:
                     m.curve = array("d", values)
         if self.check is not None and result.exit_code == 0 and not result.timed_out:
             log = paths.trial_dir / "check.log"
+            # its group id is kept like the job's: a rerun after kill -9 of fusebisect kills a check left running
             res = run_process(substitute(self.check, paths), env=env, stdout=log, stderr=log, timeout=timeout,
-                              cwd=cwd, registry=registry)
+                              cwd=cwd, registry=registry, group_file=pgid_file(paths.trial_dir))
             m.check_exit_code = None if res.timed_out else res.exit_code
             if res.timed_out:
                 m.timed_out = True
