@@ -89,6 +89,16 @@ def _assert_gone(pid: int, why: str) -> None:
     pytest.fail(why)
 
 
+def _kill_9_once_written(proc: subprocess.Popen, pidfile) -> None:
+    """kill -9 the fusebisect process ``proc`` as soon as its job has written ``pidfile``."""
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=10)
+
+
 def test_after_kill_9_the_rerun_kills_a_check_command_left_running(tmp_path):
     """The --check command runs in its own process group after the job: kill -9 of fusebisect while it runs
     leaves it alive, and the rerun kills it like a job left running."""
@@ -107,12 +117,7 @@ def test_after_kill_9_the_rerun_kills_a_check_command_left_running(tmp_path):
             "--check", f"{sys.executable} {check}", "--", sys.executable, "-c", "pass"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not (pidfile.exists() and pidfile.read_text()):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
-        proc.kill()
-        proc.wait(timeout=10)
+        _kill_9_once_written(proc, pidfile)
         left = int(pidfile.read_text())
         assert psutil.Process(left).is_running()
         block.unlink()
@@ -146,12 +151,7 @@ def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
             "--", sys.executable, str(job)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while not (pidfile.exists() and pidfile.read_text()):
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
-        proc.kill()
-        proc.wait(timeout=10)
+        _kill_9_once_written(proc, pidfile)
         grandchild = int(pidfile.read_text())
         assert psutil.Process(grandchild).is_running()      # fusebisect is gone, its job is not
         block.unlink()
