@@ -593,6 +593,24 @@ def test_a_workdir_holding_the_users_own_results_is_refused_or_set_aside(target,
     assert (kept / "report.md").read_text() == "# my notes\n"
 
 
+def test_a_first_run_interrupted_in_its_baseline_is_set_aside_not_refused(target, tmp_path):
+    """Ctrl-C or kill -9 during the baseline leaves trials/ and no journal: a rerun sets those trials aside and
+    starts; a trials/ holding anything a run of ours does not write stays refused."""
+    work = tmp_path / "w"
+    (work / "trials" / "0001-e3b0c44298fc" / "dump").mkdir(parents=True)
+    (work / "trials" / "0001-e3b0c44298fc.pgid").write_text("999999\n")
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json["status"] == "found"
+    [kept] = (work / "previous").iterdir()
+    assert (kept / "trials" / "0001-e3b0c44298fc").is_dir()
+    other = tmp_path / "other"
+    (other / "trials").mkdir(parents=True)
+    (other / "trials" / "my_notes.txt").write_text("mine\n")
+    with pytest.raises(UsageError, match="already holds trials but no journal.jsonl"):
+        session(target, tmp_path, metric=r"loss ([0-9.]+)", workdir=other).run()
+    assert (other / "trials" / "my_notes.txt").read_text() == "mine\n"
+
+
 def test_a_second_run_in_a_workdir_in_use_is_refused_and_touches_nothing(target, tmp_path):
     import fcntl
 

@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shlex
 import signal
 import threading
@@ -316,6 +317,17 @@ class SessionResult:
     journal: Path
     verify: TrialRecord | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def _only_our_trials(trials: Path) -> bool:
+    """True when ``trials`` holds nothing but trial dirs a run of ours names (``NNNN-KEY``) and their group-id
+    files: the trials of a first run interrupted before its journal began."""
+    try:
+        entries = list(trials.iterdir())
+    except OSError:
+        return False
+    pattern = re.compile(r"\d{4,}-[0-9a-f]{12}(" + re.escape(PGID_SUFFIX) + ")?")
+    return all(pattern.fullmatch(e.name) for e in entries)
 
 
 class Session:
@@ -641,6 +653,13 @@ class Session:
                 # is no journal) belong to the user
                 theirs = [name for name in ("result.json", "report.html", "report.md", "trials", "repro")
                           if (self.workdir / name).exists()]
+                if theirs == ["trials"] and _only_our_trials(self.workdir / "trials"):
+                    # a first run interrupted before its journal began (during the baseline): ours, set aside
+                    moved = set_aside_previous_run(self.workdir)
+                    if moved is not None:
+                        self.progress.log(f"an earlier run was interrupted before its journal began: its "
+                                          f"{_esc(', '.join(moved[1]))} moved to {_esc(moved[0])}")
+                    theirs = []
                 if theirs:
                     raise UsageError(f"--workdir: {self.workdir} already holds {', '.join(theirs)} but no "
                                      f"{JOURNAL_NAME}: a run would overwrite them. Use a new --workdir, or add "
@@ -679,6 +698,9 @@ class Session:
             return []
 
     def _resume_hint(self, what: str = "interrupted") -> str:
+        if not self.journal.path.exists():   # still in the baseline run: nothing to resume yet
+            return (f"{what} during the baseline run, before the journal began; the running execution was killed. "
+                    f"Rerun the same command to start again.")
         return (f"{what} after {self.executed} runs; the running executions were killed and the journal is kept "
                 f"in {self.journal.path}. Rerun the same command to resume (add --fresh to start over).")
 
