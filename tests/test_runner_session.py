@@ -554,6 +554,7 @@ def test_a_culprit_named_below_the_confidence_is_no_found(target, tmp_path):
     assert res.exit_code == 1 and j["status"] == "inconclusive", j["message"]
     assert [(c["rules"], c["confidence"]) for c in j["culprits"]] == [([RULES[3]], 0.5)]
     assert "is named with confidence 0.5, below --confidence 0.95" in j["message"]
+    assert any(f"the run with only {RULES[3]} was invalid" in n for n in j["notes"]), j["notes"]   # the search's
     assert j["switch_file"] and j["verify"]["outcome"] == "good"
     console = Console(record=True, width=300)
     render_report(console, j)

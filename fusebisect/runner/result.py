@@ -147,7 +147,8 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         "unjudged": unjudged_runs(session.workdir, [r.index for r in session.records]),
         "repro": repro,
         "excluded": list(session.excluded),
-        "notes": list(dict.fromkeys(session.notes)),
+        # the search's own notes (a mode switch, a culprit named without its run, ...) first, then the runner's
+        "notes": list(dict.fromkeys(list(getattr(result, "notes", None) or []) + session.notes)),
         "switch_ignored": ignored,
         "prior": session.prior,
         "journal": str(session.journal.path),

@@ -1100,7 +1100,7 @@ class Session:
         self.journal.append({"event": "result", **run_json})
         code = 0 if run_json["status"] == "found" else 1
         return SessionResult(run_json=run_json, records=list(self.records), exit_code=code,
-                             journal=self.journal.path, verify=verify, notes=self.notes)
+                             journal=self.journal.path, verify=verify, notes=list(run_json["notes"]))
 
     def production_config(self, result):
         """Return (off, on, SwitchConfig) of the production switch file: 'on'-direction culprits off,
