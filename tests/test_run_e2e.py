@@ -121,6 +121,24 @@ def test_dump_prior_reads_the_earliest_dumped_step(capsys, tmp_path):
     assert j["executions"] <= 4
 
 
+def test_a_kill_between_the_dumps_and_prior_lines_resumes_the_same_search(capsys, tmp_path):
+    work = tmp_path / "w"
+    args = ["--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--", *SIM, "--faulty", "SoftmaxFusionPass",
+            "--dump-step", "0"]
+    rc, whole, err = _run(capsys, *args)
+    assert rc == 0 and whole["prior"], err
+    journal = work / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if json.loads(line)["event"] == "dumps") + 1
+    journal.write_text("".join(lines[:cut]))       # killed right after the dumps line
+    for name in ("result.json", "report.html", "report.md"):
+        (work / name).unlink(missing_ok=True)
+    rc, resumed, err = _run(capsys, *args)
+    assert rc == 0, err
+    assert [t["config_off"] for t in resumed["trials"]] == [t["config_off"] for t in whole["trials"]]
+    assert resumed["prior"] == whole["prior"] and resumed["culprits"] == whole["culprits"]
+
+
 def test_flaky_job(capsys, tmp_path):
     rc, j, err = _run(capsys, "--flaky", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
                       *SIM, "--faulty", "SoftmaxFusionPass", "--flaky", "0.1", "--seed", "3")

@@ -924,6 +924,10 @@ class Session:
     def _maybe_prior(self) -> None:
         """Once baseline and reference both ran with dumps: compare them, journal the rows, and give the first
         divergent op's pass names to the engine as a prior (once per journal)."""
+        if self.prior is None and self.dumps_event is not None and self.dumps_event.get("prior"):
+            # killed between the journal's dumps line and its prior line: the prior the run was about to use
+            self._set_prior(list(self.dumps_event["prior"]))
+            return
         if self.prior is not None or self.dumps_event is not None:
             return
         base, ref = self.baseline_record(), self.reference_record()
@@ -953,16 +957,19 @@ class Session:
         if report is None:
             return
         summary = oracles.summarize_dumps(report)
-        self.dumps_event = {"event": "dumps", **summary}
-        self.journal.append(self.dumps_event)
         names = oracles.divergence_pass_names(report.first_divergence, report)
         rules = [n for n in names if n in set(self.candidates)]
+        self.dumps_event = {"event": "dumps", **summary, "prior": rules}
+        self.journal.append(self.dumps_event)
         if rules:
-            self.prior = rules
-            self.journal.append({"event": "prior", "rules": rules})
-            self.engine.set_prior(rules)
             op = (report.first_divergence or {}).get("op") or (report.first_divergence or {}).get("my_op")
             self.progress.log(f"dumps: first divergence at {_esc(op)}; testing {', '.join(rules)} first")
+            self._set_prior(rules)
+
+    def _set_prior(self, rules: list[str]) -> None:
+        self.prior = rules
+        self.journal.append({"event": "prior", "rules": rules})
+        self.engine.set_prior(rules)
 
     def _role(self, off: frozenset[str]) -> str:
         engine_role = getattr(self.engine, "role", None)
