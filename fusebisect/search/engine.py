@@ -65,8 +65,10 @@ aware mode: a Bayesian posterior over "rule i is the culprit" (either direction,
 1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
 were observed. Below that, after ``max_executions``, the verdict is inconclusive. Then, as in Go's loop,
 the run with that culprit off is judged by a majority of two agreeing runs (up to three): GOOD ends the
-search, BAD makes it go on over the other rules with that culprit kept off, from the runs that had it off, until "nothing more" reaches ``confidence``
-(each culprit sought has its own run budget).
+search, BAD makes it go on over the other rules with that culprit kept off, from the runs that had it off,
+until "nothing more" reaches ``confidence`` (each culprit sought has its own run budget). A rule bad while
+turned off is named only when the run with only it on is GOOD the same way; BAD there (another rule bad while
+off, which this mode does not search) ends the search inconclusive.
 """
 
 from __future__ import annotations
