@@ -249,6 +249,18 @@ def test_engine_msaccucmp_matches_native(msaccucmp, network, capsys):
         ref = json.loads(capsys.readouterr().out)
         assert (rc_native, native["rows"]) == (rc_ref, ref["rows"])
         assert (native["first_divergence"] or {}).get("tensor") == (ref["first_divergence"] or {}).get("tensor")
+        # --op: msaccucmp compares everything; only that op's rows are judged, as natively
+        op = native["tensors"][0]["op"].split(",")[0]
+        for name, code in ((op, None), ("no_such_op", 2)):
+            rcs, fds = [], []
+            for engine in ([], ["--engine", "msaccucmp", "--msaccucmp", script]):
+                rc = main(["compare", str(network / my), str(network / golden), "--json", "--op", name, *extra,
+                           *engine])
+                out = capsys.readouterr().out
+                rcs.append(rc)
+                fds.append((json.loads(out)["first_divergence"] or {}).get("tensor") if rc != 2 else None)
+            assert rcs[0] == rcs[1] and fds[0] == fds[1], (name, rcs, fds)
+            assert code is None or rcs[0] == code
 
 
 def test_nd_tensors_show_the_shape_msaccucmp_shows(msaccucmp, tmp_path):
