@@ -186,6 +186,8 @@ def test_an_onnx_style_graph_dump_is_refused_not_read_as_empty(tmp_path, capsys)
         assert main([*cmd, str(onnx)]) == 2
         assert "an ONNX-style graph dump (ge_onnx_*.pbtxt, for Netron); give the ge_proto_*.txt" in \
             capsys.readouterr().err
+    assert main(["inspect", "graph", str(onnx), "--limit", "-1"]) == 2
+    assert "--limit must be 0 (all) or more, got -1" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------- CLI

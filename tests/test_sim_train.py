@@ -199,6 +199,12 @@ def test_usage_errors(tmp_path, capsys):
     assert "not a simulated rule" in capsys.readouterr().err
     assert sim_main(["train", "--crash-when", "GeluFusionPass", "--steps", "1"]) == 2
     assert sim_main(["train", "--flaky", "1.5"]) == 2
+    capsys.readouterr()
+    assert sim_main(["train", "--seed", "-1", "--steps", "1"]) == 2     # numpy takes non-negative seeds only
+    assert "--seed must be >= 0, got -1" in capsys.readouterr().err
+    from fusebisect.cli.app import main
+    assert main(["demo", "--seed", "-5"]) == 2
+    assert "--seed must be >= 0, got -5" in capsys.readouterr().err
     bad = tmp_path / "bad.cfg"
     bad.write_text('{"Switch": {"GraphFusion": {"GeluFusionPass": "maybe"}}}')
     assert sim_main(["train", "--fusion-switch-file", str(bad)]) == 2

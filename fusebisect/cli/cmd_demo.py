@@ -126,6 +126,8 @@ def register(app: typer.Typer) -> None:
 
         if mode not in MODES:
             raise UsageError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
+        if seed is not None and seed < 0:
+            raise UsageError(f"--seed must be >= 0, got {seed}")
         usable = demo_rules()
         if faulty is None:
             faulty = choose_faulty(usable, seed, steps)

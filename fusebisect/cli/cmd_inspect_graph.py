@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from fusebisect.cli import common
+from fusebisect.errors import UsageError
 
 HELP = """Show the ops of a GE graph dump: type, graph-fusion pass names, UB pass name, original ops, inputs,
 and outputs with their origin tensors. FILE is a ge_proto_*.txt, an atc JSON, a binary .pb, or a directory
@@ -135,11 +136,14 @@ def register(app: typer.Typer) -> None:
                                              show_default=False)],
         op: Annotated[Optional[str], typer.Option("--op", help="Show this op in detail.")] = None,
         fused: Annotated[bool, typer.Option("--fused", help="List only fused ops.")] = False,
-        limit: Annotated[int, typer.Option("--limit", help="Rows in the op list (0 = all).")] = 500,
+        limit: Annotated[int, typer.Option("--limit", help="Rows in the printed op list (0 = all; --json lists "
+                                                           "every op).")] = 500,
         json_out: Annotated[bool, typer.Option("--json", help="Machine-readable result on stdout.")] = False,
     ) -> None:
         from fusebisect.compare.graph import load_graph
 
+        if limit < 0:
+            raise UsageError(f"--limit must be 0 (all) or more, got {limit}")
         graph = load_graph(file)
         if op is not None:
             found, hints = find_op(graph, op)

@@ -157,6 +157,8 @@ def resolve(argv: list[str], env: dict | None = None) -> SimOptions:
         raise UsageError(f"--steps must be >= 1, got {o.steps}")
     if not 0.0 <= o.flaky <= 1.0:
         raise UsageError(f"--flaky must be a probability in [0, 1], got {o.flaky}")
+    if o.seed is not None and o.seed < 0:   # numpy's generators take non-negative seeds only
+        raise UsageError(f"--seed must be >= 0, got {o.seed}")
     faulty = pick(a.faulty, "FAULTY")
     o.faulty = parse_faulty(faulty) if faulty else []
     crash = pick(a.crash_when, "CRASH_WHEN")
