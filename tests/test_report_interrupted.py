@@ -53,7 +53,9 @@ def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys, m
         assert partial[key] is None, key
     monkeypatch.chdir(tmp_path)   # a relative workdir still gives absolute paths, as trials[] has them
     assert main(["report", "w", "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["unjudged"] == partial["unjudged"]
+    relative = json.loads(capsys.readouterr().out)
+    assert relative["unjudged"] == partial["unjudged"] and relative["journal"] == str(work / "journal.jsonl")
+    assert partial["notes"] == []   # every key of a finished run's JSON
 
     release.touch()
     assert main(["-q", "run", "--json", *argv[1:]]) == 0

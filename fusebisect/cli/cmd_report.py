@@ -38,9 +38,10 @@ def _partial_run_json(view, workdir: Path) -> dict:
         "unjudged": list(view.unjudged),
         "repro": None,
         "excluded": list(view.excluded),
+        "notes": [],
         "switch_ignored": sorted({r for t in view.trials for r in t.ignored}),
         "prior": view.priors[-1] if view.priors else None,
-        "journal": str(workdir / "journal.jsonl"),
+        "journal": str(workdir.absolute() / "journal.jsonl"),
     }
 
 
