@@ -30,6 +30,7 @@ M = "loss ([0-9.]+)"
     (["-o", "{tmp}"], "--output: {tmp} is a directory"),
     (["-o", "{tmp}/fifo"], "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
     (["-o", "/proc/x.cfg"], "--output: cannot write in /proc ("),
+    (["-o", "{tmp}/w"], "--output {tmp}/w: that is the --workdir; the production switch file needs a file path"),
     (["--workdir", ""], "--workdir: empty path"),
     (["--workdir", "/proc/fb/w"], "--workdir: cannot create /proc/fb/w in /proc ("),
     (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
@@ -66,6 +67,31 @@ def test_bad_options_stop_before_any_run(args, msg, capsys, tmp_path):
     assert err.startswith("fusebisect: error: ") and err.count("\n") == 1, err
     assert msg.replace("{tmp}", str(tmp_path)) in err
     assert not marker.exists() and not work.exists()
+
+
+def test_the_production_file_never_replaces_what_the_run_reads_or_keeps(capsys, tmp_path):
+    """-o naming the --rules file, the training script, the workdir's journal, or a symbolic link loop: a usage
+    error before any run, and the file is left as it was."""
+    rules = tmp_path / "rules.txt"
+    rules.write_text("GeluFusionPass\n")
+    script = tmp_path / "train.py"
+    script.write_text("pass\n")
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "journal.jsonl").write_text("")
+    (tmp_path / "A").symlink_to(tmp_path / "B")
+    (tmp_path / "B").symlink_to(tmp_path / "A")
+    for out, msg in ((rules, "which --rules reads"), (script, "which the command reads"),
+                     (work / "journal.jsonl", "that is the run's own journal.jsonl in --workdir"),
+                     (tmp_path / "A", "cannot resolve the path")):
+        rc = main(["run", "--workdir", str(work), "--rules", str(rules), "-o", str(out), "--",
+                   sys.executable, str(script)])
+        err = capsys.readouterr().err
+        assert rc == 2 and msg in err and err.count("\n") == 1, err
+    assert rules.read_text() == "GeluFusionPass\n" and script.read_text() == "pass\n"
+    assert (work / "journal.jsonl").read_text() == ""
+    assert main(["run", "--workdir", str(tmp_path / "A"), "--", sys.executable, str(script)]) == 2
+    assert "--workdir: " in capsys.readouterr().err
 
 
 def test_a_corrected_rerun_is_not_refused(capsys, tmp_path):

@@ -10,6 +10,7 @@ import dataclasses
 import math
 import os
 import re
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -86,9 +87,43 @@ def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathL
     return None
 
 
+def _resolve(path: Path, flag: str) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:   # RuntimeError: a symbolic link loop (Python < 3.13)
+        raise UsageError(f"{flag}: {path}: cannot resolve the path ({exc})") from None
+
+
+def _output_clashes(opts: "RunOptions", workdir: Path, target: Path) -> None:
+    """-o must not name what the run reads or keeps: the workdir itself, its journal, results and trials, the
+    --rules file, or a file the command or --check names (the training script). Raises UsageError."""
+    where = _resolve(target, "--output")
+    home = _resolve(workdir, "--workdir")
+    if where == home:
+        raise UsageError(f"--output {opts.output}: that is the --workdir; the production switch file needs a file "
+                         "path")
+    from fusebisect.runner.journal import JOURNAL_NAME
+    own = [home / n for n in (JOURNAL_NAME, "result.json", "report.html", "report.md")]
+    if where in own or where.is_relative_to(home / "trials") or where.is_relative_to(home / "previous"):
+        raise UsageError(f"--output {opts.output}: that is the run's own {where.name} in --workdir")
+    named = [("--rules", opts.rules)] + [("the command", a) for a in opts.command] + \
+        [("--check", a) for a in (shlex.split(opts.check) if opts.check else [])]
+    for what, arg in named:
+        if not arg or "{" in arg:
+            continue
+        try:
+            same = Path(arg).is_file() and Path(arg).resolve() == where
+        except (OSError, RuntimeError, ValueError):
+            continue
+        if same:
+            raise UsageError(f"--output {opts.output}: that is {arg}, which {what} reads; the production switch "
+                             "file would replace it")
+
+
 def check_paths(opts: "RunOptions", workdir: Path) -> None:
     """--workdir must be a directory (or not exist yet); the production switch file's target must not be a
-    directory and its directory must exist. Raises UsageError."""
+    directory, nor anything the run reads or keeps, and its directory must exist. Raises UsageError."""
+    _resolve(workdir, "--workdir")
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"--workdir: {workdir} exists and is not a directory")
     if not workdir.exists():
@@ -108,8 +143,9 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     if target.exists() and not target.resolve().is_file():
         raise UsageError(f"{flag}: {target} is not a regular file (a device, FIFO or socket); the production "
                          "switch file needs a file path")
-    parent = target.resolve().parent
+    parent = _resolve(target, flag).parent
     if opts.output is not None:
+        _output_clashes(opts, workdir, target)
         if not parent.is_dir():
             raise UsageError(f"--output: directory {parent} does not exist")
         try:   # the file is written atomically through a temporary file beside it: /proc, read-only mounts...
