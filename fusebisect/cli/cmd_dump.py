@@ -149,7 +149,7 @@ def register(app: typer.Typer) -> None:
     @group.command("convert", help=HELP)
     def convert_cmd(
         path: Annotated[Path, typer.Argument(help="A dump file or a dump directory (root, timestamp or leaf).")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="Directory for the .npy files (created).")],
+        out_text: Annotated[str, typer.Option("--out", "-o", help="Directory for the .npy files (created).")],
         fmt: Annotated[Optional[str], typer.Option(
             "--format", "-f", help="ORIGINAL, or a layout such as NCHW, NHWC, HWCN, ND.")] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print JSON: files written and files skipped.")] = False,
@@ -172,8 +172,12 @@ def register(app: typer.Typer) -> None:
         if not path.exists():
             raise DumpFormatError("no such file or directory", path=path)
         from fusebisect.fsutil import check_output_file, refuse_inside_inputs
+        if not out_text.strip():   # (as a Path it would be '.')
+            raise UsageError("--out: empty path")
+        out = Path(out_text)
         check_output_file(out, "--out", directory=True)
-        refuse_inside_inputs(out, "--out", [path], new_file_ok=False)
+        # a single dump file's own directory is input data too
+        refuse_inside_inputs(out, "--out", [path.parent if path.is_file() else path], new_file_ok=False)
         files, bad = [], []
         if path.is_file():
             files = convert_file(path, out, fmt)
