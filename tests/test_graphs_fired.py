@@ -190,6 +190,14 @@ def test_an_onnx_style_graph_dump_is_refused_not_read_as_empty(tmp_path, capsys)
     assert "--limit must be 0 (all) or more, got -1" in capsys.readouterr().err
 
 
+def test_json_nested_too_deeply_is_a_format_error_not_a_crash(tmp_path, capsys):
+    deep = tmp_path / "fusion_result.json"
+    deep.write_text("[" * 100_000)
+    for cmd in (["rules", "fired"], ["inspect", "graph"]):
+        assert main([*cmd, str(deep)]) == 2
+        assert "nested too deeply" in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------- CLI
 def test_cli_rules_fired_json_and_table(tmp_path, capsys):
     res = tmp_path / "fusion_result.json"

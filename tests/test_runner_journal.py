@@ -41,6 +41,9 @@ def test_corruption_in_the_middle_is_an_error(tmp_path):
     path.write_text('{"event": "start"}\nnot json\n{"event": "trial"}\n')
     with pytest.raises(JournalError, match="line 2"):
         Journal(path).load()
+    path.write_text('{"event": "start"}\n' + "[" * 100_000 + '\n{"event": "trial"}\n')   # no RecursionError
+    with pytest.raises(JournalError, match="line 2 is nested too deeply"):
+        Journal(path).load()
 
 
 def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):

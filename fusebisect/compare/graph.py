@@ -446,6 +446,8 @@ def parse_graph_bytes(data: bytes, path=None) -> list[RawGraph]:
         except json.JSONDecodeError as exc:
             raise GraphFormatError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
                                    path=path) from None
+        except RecursionError:
+            raise GraphFormatError("invalid JSON: nested too deeply for a graph", path=path) from None
         graphs = _proto_json_graphs(obj, text, path) if _is_proto_json(obj) else _raw_graphs_from_json(obj, path)
     elif _looks_binary(data):
         graphs = _parse_binary(data, path)

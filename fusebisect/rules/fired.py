@@ -53,6 +53,9 @@ def _objects(text: str, path) -> list[tuple[dict, int]]:
         except json.JSONDecodeError as exc:
             raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, exc.pos)}: {exc.msg}",
                                    path=path) from None
+        except RecursionError:
+            raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, i)}: nested too deeply",
+                                   path=path) from None
         if not isinstance(obj, dict):
             raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, i)}: "
                                    f"expected an object, got {type(obj).__name__}", path=path)

@@ -69,6 +69,9 @@ class Journal:
                 continue
             try:
                 obj = json.loads(raw)
+            except RecursionError:
+                raise JournalError(f"line {number + 1} is nested too deeply to be a journal event; fix or move the "
+                                   f"journal aside (--fresh)", path=self.path) from None
             except ValueError:
                 if number == last:
                     break  # torn last line (no newline): the write in flight when the process died
