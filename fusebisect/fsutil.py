@@ -18,6 +18,22 @@ from fusebisect.errors import UsageError
 _REPORT_SUFFIXES = (".csv", ".html", ".htm", ".md")
 
 
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot be read as an input file without blocking (a FIFO, a socket, a device), or None (a
+    regular file, a missing one, a directory: their readers say so themselves)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "not a regular file (a FIFO: reading it would wait for a writer)"
+    if stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "not a regular file (a socket or a device)"
+    return None
+
+
 def _resolved(path: str | os.PathLike[str], flag: str) -> Path:
     try:
         return Path(path).resolve()

@@ -98,3 +98,20 @@ def test_report_refuses_one_file_for_both_formats(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--markdown", str(tmp_path / "no" / "r.md")]) == 2
     assert f"directory {tmp_path / 'no'} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "no").exists()
+
+
+def test_a_fifo_given_as_an_input_file_is_an_error_not_a_hang(tmp_path, capsys):
+    """Reading a FIFO waits for a writer forever: every reader refuses it, naming it (exit 2)."""
+    import os
+    import sys
+
+    fifo = tmp_path / "p"
+    os.mkfifo(fifo)
+    work = tmp_path / "w"
+    work.mkdir()
+    os.mkfifo(work / "journal.jsonl")
+    for argv in (["cfg", "check", str(fifo)], ["cfg", "effective", str(fifo)], ["inspect", "dump", str(fifo)],
+                 ["inspect", "graph", str(fifo)], ["rules", "fired", str(fifo)], ["report", str(work)],
+                 ["run", "--rules", str(fifo), "--workdir", str(tmp_path / "w2"), "--", sys.executable, "-c", "0"]):
+        assert main(argv) == 2, argv
+        assert "not a regular file (a FIFO" in capsys.readouterr().err, argv

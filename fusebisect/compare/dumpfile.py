@@ -212,6 +212,10 @@ def read_dump(path: str | os.PathLike[str]) -> DumpFile:
     file and the reason) for an empty, truncated or malformed file or a size mismatch; OSError if unreadable.
     """
     path = path if isinstance(path, Path) else Path(path)
+    from fusebisect.fsutil import not_regular
+
+    if why := not_regular(path):
+        raise DumpFormatError(why, path=path)
     with open(path, "rb", buffering=0) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:

@@ -418,6 +418,10 @@ def _looks_binary(data: bytes) -> bool:
 
 
 def _read_bytes(path: Path) -> bytes:
+    from fusebisect.fsutil import not_regular
+
+    if why := not_regular(path):
+        raise GraphFormatError(why, path=path)
     try:
         return path.read_bytes()
     except IsADirectoryError:

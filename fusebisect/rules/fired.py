@@ -105,6 +105,10 @@ def read_fusion_result_per_graph(path) -> dict[str, list[RuleStat]]:
     Raises GraphFormatError (naming the file and the line/column) for an unreadable, empty or malformed file.
     """
     p = Path(path)
+    from fusebisect.fsutil import not_regular
+
+    if why := not_regular(p):
+        raise GraphFormatError(why, path=p)
     try:
         data = p.read_bytes()
     except OSError as exc:
@@ -162,6 +166,10 @@ def read_fusion_result(path) -> list[RuleStat]:
 def _is_fusion_result(path: Path) -> bool:
     if path.name.startswith("fusion_result") and path.suffix == ".json":
         return True
+    from fusebisect.fsutil import not_regular
+
+    if not_regular(path):
+        return False
     try:
         with open(path, "rb") as fh:
             head = fh.read(65536)

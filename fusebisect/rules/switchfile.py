@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fusebisect.errors import SwitchFileError, UsageError
-from fusebisect.fsutil import atomic_write_text
+from fusebisect.fsutil import atomic_write_text, not_regular
 from fusebisect.rules.catalog import GRAPH, KINDS, UB, Catalog, normalize_kind
 
 RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -495,6 +495,8 @@ def read_switch_bytes(path) -> bytes:
     p = Path(path)
     if p.is_dir():
         raise SwitchFileError("is a directory, expected a fusion switch file", path=p)
+    if why := not_regular(p):
+        raise SwitchFileError(why, path=p)
     try:
         return p.read_bytes()
     except FileNotFoundError:

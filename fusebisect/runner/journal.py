@@ -57,6 +57,10 @@ class Journal:
         """Return every complete record in order. A torn (unterminated or unparsable) last line is ignored.
 
         Raises JournalError when a line other than the last one is not valid JSON."""
+        from fusebisect.fsutil import not_regular
+
+        if why := not_regular(self.path):
+            raise JournalError(why, path=self.path)
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:

@@ -227,6 +227,9 @@ def load_rules_spec(spec: str) -> list[str]:
             raise UsageError(f"--rules: {spec}: no such file")
         if path.is_dir():
             raise UsageError(f"--rules: {spec} is a directory; give a file or NAME,NAME,...")
+        from fusebisect.fsutil import not_regular
+        if why := not_regular(path):
+            raise UsageError(f"--rules: {spec}: {why}")
         try:
             text = path.read_text(encoding="utf-8-sig")  # a BOM is common in files edited on Windows
         except (OSError, UnicodeDecodeError) as exc:
