@@ -44,6 +44,14 @@ def test_corruption_in_the_middle_is_an_error(tmp_path):
     path.write_text('{"event": "start"}\n' + "[" * 100_000 + '\n{"event": "trial"}\n')   # no RecursionError
     with pytest.raises(JournalError, match="line 2 is nested too deeply"):
         Journal(path).load()
+    # hand-edited fields of the wrong type: a clear error, never a crash in report or a resume
+    for line, message in (('{"event": "trial", "index": 1, "off": [1, 2]}', "'off' must be a list of rule names"),
+                          ('{"event": "trial", "index": 1, "outcome": "weird"}', "'outcome' must be one of"),
+                          ('{"event": "result", "culprits": "x"}', "'culprits' must be a list"),
+                          ('{"event": "start", "command": "python x"}', "'command' must be a list of strings")):
+        path.write_text('{"event": "start"}\n' + line + "\n")
+        with pytest.raises(JournalError, match=f"line 2: {message}"):
+            Journal(path).load()
 
 
 def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):

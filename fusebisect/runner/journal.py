@@ -83,6 +83,10 @@ class Journal:
                                    f"(--fresh)", path=self.path) from None
             if not isinstance(obj, dict) or "event" not in obj:
                 raise JournalError(f"line {number + 1} is not a journal event", path=self.path)
+            problem = _field_problem(obj)
+            if problem:
+                raise JournalError(f"line {number + 1}: {problem}; fix or move the journal aside (--fresh)",
+                                   path=self.path)
             records.append(obj)
         return records
 
@@ -120,6 +124,40 @@ class Journal:
 # What one run leaves in its workdir besides the content-hashed switch/ files (which any run may share)
 RUN_OUTPUTS = (JOURNAL_NAME, "result.json", "report.html", "report.md", "fusion_switch.cfg", "trials")
 PREVIOUS_DIR = "previous"
+
+
+_OUTCOMES = ("good", "bad", "invalid", "unknown")
+
+
+def _names(value) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+def _field_problem(record: dict) -> str | None:
+    """What is wrong with the type of a field that resuming or reporting relies on (a hand-edited journal), or
+    None."""
+    event = record.get("event")
+    if event == "start":
+        if not _names(record.get("command")):
+            return "'command' must be a list of strings"
+    elif event == "trial":
+        for key in ("off", "on", "ignored"):
+            if not _names(record.get(key)):
+                return f"'{key}' must be a list of rule names"
+        if record.get("outcome") not in (None, *_OUTCOMES):
+            return f"'outcome' must be one of {', '.join(_OUTCOMES)}, not {record.get('outcome')!r}"
+    elif event in ("prior", "exclude"):
+        if not _names(record.get("rules")):
+            return "'rules' must be a list of rule names"
+    elif event == "result":
+        culprits = record.get("culprits")
+        if culprits is not None and not (isinstance(culprits, list) and all(
+                isinstance(c, dict) and _names(c.get("rules")) for c in culprits)):
+            return "'culprits' must be a list of {\"rules\": [...]} objects"
+        for key in ("trials", "notes", "excluded"):
+            if record.get(key) is not None and not isinstance(record.get(key), list):
+                return f"'{key}' must be a list"
+    return None
 
 
 def set_aside_previous_run(workdir: str | os.PathLike[str],
