@@ -55,6 +55,7 @@ M = "loss ([0-9.]+)"
     (["--devices", "a,b"], "--devices: 'a' is not a device id (a non-negative integer)"),
     (["--devices", "0,1,0"], "--devices: device 0 given more than once"),
     (["--devices", "0,00"], "--devices: device 0 given more than once"),
+    (["--devices", "0,,1"], "--devices 0,,1: an empty device id"),
 ])
 def test_bad_options_stop_before_any_run(args, msg, capsys, tmp_path):
     marker = tmp_path / "executed"

@@ -36,9 +36,11 @@ Example:  fusebisect run --metric 'loss ([0-9.]+)' -- python train.py --steps 50
 def _split_csv(value: str | None) -> list[str] | None:
     if value is None:
         return None
-    items = [v.strip() for v in value.split(",") if v.strip()]
-    if not items:
+    items = [v.strip() for v in value.split(",")]
+    if not any(items):
         raise UsageError("--devices: give device ids, e.g. --devices 0,1,2,3")
+    if not all(items):   # "0,,1": a slip, not two devices
+        raise UsageError(f"--devices {value}: an empty device id; give ids such as 0,1,2,3")
     return items  # (ids are checked by the runner)
 
 
