@@ -34,7 +34,8 @@ def not_regular(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def _resolved(path: str | os.PathLike[str], flag: str) -> Path:
+def resolved_path(path: str | os.PathLike[str], flag: str) -> Path:
+    """``path`` resolved; a symbolic link loop or an unreadable component is a UsageError naming ``flag``."""
     try:
         return Path(path).resolve()
     except (OSError, RuntimeError) as exc:   # RuntimeError: a symbolic link loop (Python < 3.13)
@@ -50,12 +51,12 @@ def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
     followed."""
     if out is None:
         return
-    where = _resolved(out, flag)
+    where = resolved_path(out, flag)
     report = where.suffix.lower() in _REPORT_SUFFIXES and where.name != "mapping.csv" and where.is_file()
     for given in inputs:
         if given is None:
             continue
-        source = _resolved(given, flag)
+        source = resolved_path(given, flag)
         inside = source.is_dir() and where.is_relative_to(source)
         if where == source or (inside and ((where.exists() and not report) or not new_file_ok)):
             what = "is" if where == source else "would replace a file in" if where.exists() else "is inside"
@@ -73,7 +74,7 @@ def check_output_file(out: str | os.PathLike[str] | None, flag: str, *, director
         raise UsageError(f"{flag} {out}: is a directory; give a file path")
     if directory and path.exists() and not path.is_dir():
         raise UsageError(f"{flag} {out}: exists and is not a directory")
-    parent = _resolved(path, flag).parent
+    parent = resolved_path(path, flag).parent
     if not parent.is_dir():
         raise UsageError(f"{flag} {out}: directory {parent} does not exist")
 

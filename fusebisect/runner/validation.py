@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from fusebisect.errors import UsageError
+from fusebisect.fsutil import resolved_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusebisect.runner.session import RunOptions
@@ -87,18 +88,11 @@ def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathL
     return None
 
 
-def _resolve(path: Path, flag: str) -> Path:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError) as exc:   # RuntimeError: a symbolic link loop (Python < 3.13)
-        raise UsageError(f"{flag}: {path}: cannot resolve the path ({exc})") from None
-
-
 def _output_clashes(opts: "RunOptions", workdir: Path, target: Path) -> None:
     """-o must not name what the run reads or keeps: the workdir itself, its journal, results and trials, the
     --rules file, or a file the command or --check names (the training script). Raises UsageError."""
-    where = _resolve(target, "--output")
-    home = _resolve(workdir, "--workdir")
+    where = resolved_path(target, "--output")
+    home = resolved_path(workdir, "--workdir")
     if where == home:
         raise UsageError(f"--output {opts.output}: that is the --workdir; the production switch file needs a file "
                          "path")
@@ -123,7 +117,7 @@ def _output_clashes(opts: "RunOptions", workdir: Path, target: Path) -> None:
 def check_paths(opts: "RunOptions", workdir: Path) -> None:
     """--workdir must be a directory (or not exist yet); the production switch file's target must not be a
     directory, nor anything the run reads or keeps, and its directory must exist. Raises UsageError."""
-    _resolve(workdir, "--workdir")
+    resolved_path(workdir, "--workdir")
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"--workdir: {workdir} exists and is not a directory")
     if not workdir.exists():
@@ -143,7 +137,7 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     if target.exists() and not target.resolve().is_file():
         raise UsageError(f"{flag}: {target} is not a regular file (a device, FIFO or socket); the production "
                          "switch file needs a file path")
-    parent = _resolve(target, flag).parent
+    parent = resolved_path(target, flag).parent
     if opts.output is not None:
         _output_clashes(opts, workdir, target)
         if not parent.is_dir():
