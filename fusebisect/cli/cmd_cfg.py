@@ -87,8 +87,6 @@ Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusi
                                 f"the entry does nothing (`fusebisect rules show {entry.spelling_of}`)")
             elif entry is not None and not entry.can_disable:
                 warnings.append(f"{name} is {entry.always_on}: CANN always runs it, the entry does nothing")
-            elif entry is not None and entry.spelling_of:
-                warnings.append(f"{name} is a listing spelling of {entry.spelling_of}: the entry does nothing")
             elif entry is not None and entry.kind == "unknown" and kind is None:
                 warnings.append(f"{name}: kind unknown, written to both sections")
         _emit(config, out, force, json_out, warnings)
