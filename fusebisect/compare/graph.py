@@ -61,6 +61,11 @@ class OpInfo:
         return bool(self.pass_names or self.ub_pass_name or len(self.original_op_names) > 1)
 
     @property
+    def fusion_passes(self) -> list[str]:
+        """Every fusion rule that made it, once each: its graph-fusion passes, then its UB-fusion pass."""
+        return list(dict.fromkeys([*self.pass_names, *([self.ub_pass_name] if self.ub_pass_name else [])]))
+
+    @property
     def data_inputs(self) -> list[str]:
         """The inputs without control edges."""
         return [i for i in self.inputs if not is_control_input(i)]

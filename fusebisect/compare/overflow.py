@@ -587,14 +587,17 @@ def _op_details(dump_path: Path, op_name: str,
     dump = read_dump(dump_path)
     inputs = [_tensor_stats(t, "input") for t in dump.inputs]
     outputs = [_tensor_stats(t, "output") for t in dump.outputs]
-    op = gindex.op(dump.op_name or op_name) or gindex.op(op_name)
-    gtype, passes, originals = None, [], []
-    if op is not None:
-        gtype = op.type
-        passes = list(op.pass_names) + ([op.ub_pass_name] if op.ub_pass_name else [])
-        originals = list(op.original_op_names)
+    gtype, passes, originals = _graph_facts(gindex, dump.op_name or op_name, op_name)
     origins = list(dict.fromkeys(t.original_op[0] for t in dump.outputs if t.original_op and t.original_op[0]))
-    return inputs, outputs, gtype, list(dict.fromkeys(passes)), originals, origins
+    return inputs, outputs, gtype, passes, originals, origins
+
+
+def _graph_facts(gindex: _GraphIndex, *names: str) -> tuple[str | None, list, list]:
+    """(type, fusion passes, original ops) of the first of ``names`` the graph has, else (None, [], [])."""
+    op = next((o for o in map(gindex.op, names) if o is not None), None)
+    if op is None:
+        return None, [], []
+    return op.type, op.fusion_passes, list(op.original_op_names)
 
 
 def _reason(exc: Exception) -> str:
@@ -729,17 +732,13 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
         try:
             (ov.inputs, ov.outputs, gtype, ov.pass_names, ov.original_ops,
              ov.output_origins) = _op_details(op.path, op.op_name, gindex)
-            if gtype:
-                ov.op_type = gtype
         except FusebisectError as exc:
             unreadable = getattr(exc, "reason", None) or str(exc)
             report.problems.append((op.path, f"unreadable op dump: {unreadable}"))
-            graph_op = gindex.op(op.op_name)   # the graph still names the op's fusion rules
-            if graph_op is not None:
-                ov.op_type = graph_op.type or ov.op_type
-                ov.pass_names = list(dict.fromkeys(list(graph_op.pass_names)
-                                                   + ([graph_op.ub_pass_name] if graph_op.ub_pass_name else [])))
-                ov.original_ops = list(graph_op.original_op_names)
+            # the graph still names the op's fusion rules
+            gtype, ov.pass_names, ov.original_ops = _graph_facts(gindex, op.op_name)
+        if gtype:
+            ov.op_type = gtype
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
                             matched=ov.matched, task_id=rec.task_id, stream_id=rec.stream_id,
                             pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name,

@@ -1216,7 +1216,7 @@ class Session:
         culprits = {r for c in result.culprits for r in c.rules}
         found: list[str] = []
         for op in graph.ops:
-            passes = set(op.pass_names or []) | ({op.ub_pass_name} if op.ub_pass_name else set())
+            passes = set(op.fusion_passes)
             if passes & culprits:
                 found += sorted(r for r in passes & excluded if r not in found)
         return found
