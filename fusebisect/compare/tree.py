@@ -212,11 +212,11 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
 
 
 def _leaf_key(group: tuple, earliest: bool = False) -> tuple:
-    """Sort key of a (device, model_name, model_id, iteration, run) group: latest (or earliest) iteration, then
-    lowest device, then the latest run."""
-    device, _name, _mid, iteration, run = group
+    """Sort key of a (device, model_name, model_id, iteration, run) group of one run: latest (or earliest)
+    iteration, then lowest device."""
+    device, _name, _mid, iteration, _run = group
     step = (int(iteration) if earliest else -int(iteration)) if iteration is not None else 1
-    return (step, int(device) if device is not None else -1, -int(run) if run is not None else 1)
+    return (step, int(device) if device is not None else -1)
 
 
 def _describe_leaves(groups) -> str:
