@@ -88,11 +88,10 @@ def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathL
     return None
 
 
-def _output_clashes(opts: "RunOptions", workdir: Path, target: Path) -> None:
-    """-o must not name what the run reads or keeps: the workdir itself, its journal, results and trials, the
-    --rules file, or a file the command or --check names (the training script). Raises UsageError."""
-    where = resolved_path(target, "--output")
-    home = resolved_path(workdir, "--workdir")
+def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
+    """-o (resolved: ``where``) must not name what the run reads or keeps: the workdir (resolved: ``home``)
+    itself, its journal, results and trials, the --rules file, or a file the command or --check names (the
+    training script). Raises UsageError."""
     if where == home:
         raise UsageError(f"--output {opts.output}: that is the --workdir; the production switch file needs a file "
                          "path")
@@ -117,7 +116,7 @@ def _output_clashes(opts: "RunOptions", workdir: Path, target: Path) -> None:
 def check_paths(opts: "RunOptions", workdir: Path) -> None:
     """--workdir must be a directory (or not exist yet); the production switch file's target must not be a
     directory, nor anything the run reads or keeps, and its directory must exist. Raises UsageError."""
-    resolved_path(workdir, "--workdir")
+    home = resolved_path(workdir, "--workdir")
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"--workdir: {workdir} exists and is not a directory")
     if not workdir.exists():
@@ -134,12 +133,13 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     flag = "--output" if opts.output is not None else "--workdir"
     if target.is_dir():
         raise UsageError(f"{flag}: {target} is a directory; the production switch file needs a file path")
-    if target.exists() and not target.resolve().is_file():
+    where = resolved_path(target, flag)
+    if target.exists() and not where.is_file():
         raise UsageError(f"{flag}: {target} is not a regular file (a device, FIFO or socket); the production "
                          "switch file needs a file path")
-    parent = resolved_path(target, flag).parent
+    parent = where.parent
     if opts.output is not None:
-        _output_clashes(opts, workdir, target)
+        _output_clashes(opts, home, where)
         if not parent.is_dir():
             raise UsageError(f"--output: directory {parent} does not exist")
         try:   # the file is written atomically through a temporary file beside it: /proc, read-only mounts...
