@@ -183,19 +183,28 @@ def leftover_processes(trial_dir: Path) -> tuple[int, list[int]] | None:
         pgid = int(pgid_file(trial_dir).read_text(encoding="ascii").strip())
     except (OSError, ValueError):
         return None
-    mine = b"FUSEBISECT_TRIAL_DIR="
-    alive = []
+    alive = [pid for pid, dirs in _trial_processes(pgid) if any(Path(d).name == trial_dir.name for d in dirs)]
+    return pgid, alive
+
+
+_TRIAL_ENV = b"FUSEBISECT_TRIAL_DIR="
+
+
+def _trial_processes(pgid: int | None = None):
+    """Yield (pid, its FUSEBISECT_TRIAL_DIR values) for every process that carries one (of group ``pgid`` only,
+    when given). Reads /proc (Linux); elsewhere yields nothing."""
     for entry in Path("/proc").glob("[0-9]*"):
         try:
-            stat = (entry / "stat").read_bytes()
-            if int(stat[stat.rindex(b")") + 2:].split()[2]) != pgid:   # fields after "(comm)": state ppid pgrp
-                continue
+            if pgid is not None:
+                stat = (entry / "stat").read_bytes()
+                if int(stat[stat.rindex(b")") + 2:].split()[2]) != pgid:   # after "(comm)": state ppid pgrp
+                    continue
             env = (entry / "environ").read_bytes().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if any(v.startswith(mine) and Path(os.fsdecode(v[len(mine):])).name == trial_dir.name for v in env):
-            alive.append(int(entry.name))
-    return pgid, alive
+        dirs = [os.fsdecode(v[len(_TRIAL_ENV):]) for v in env if v.startswith(_TRIAL_ENV)]
+        if dirs:
+            yield int(entry.name), dirs
 
 
 def kill_leftovers(trial_dir: Path, *, grace: float = KILL_GRACE_SECONDS) -> list[int]:
@@ -227,20 +236,10 @@ def kill_detached(trial_env: str | None) -> list[int]:
     holding the device. Returns the pids killed; needs /proc (Linux), elsewhere nothing is found."""
     if not trial_env:
         return []
-    mine = b"FUSEBISECT_TRIAL_DIR=" + os.fsencode(trial_env)
     killed: list[int] = []
     for _ in range(3):   # one that forked while we looked is caught by the next pass
-        found = []
-        for entry in Path("/proc").glob("[0-9]*"):
-            pid = int(entry.name)
-            if pid == os.getpid() or pid in killed:
-                continue
-            try:
-                env = (entry / "environ").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if mine in env:
-                found.append(pid)
+        found = [pid for pid, dirs in _trial_processes()
+                 if trial_env in dirs and pid != os.getpid() and pid not in killed]
         if not found:
             break
         for pid in found:
