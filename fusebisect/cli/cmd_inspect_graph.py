@@ -47,26 +47,21 @@ def op_json(op) -> dict:
     }
 
 
-def _mangle(name: str) -> str:
-    """An op name as dump file names write it: '.', '/', '\\' and spaces become '_'."""
-    for ch in "./\\ ":
-        name = name.replace(ch, "_")
-    return name
-
-
 def find_op(graph, name: str):
     """Return (op or None, suggestions): exact name, else the one op whose dump-file spelling ('.', '/', '\\'
     and spaces as '_') equals ``name``; suggestions are close or containing names."""
+    from fusebisect.compare.mapping import dump_file_spelling
+
     op = graph.op(name)
     if op is not None:
         return op, []
-    mangled = [o for o in graph.ops if _mangle(o.name) == _mangle(name)]
+    mangled = [o for o in graph.ops if dump_file_spelling(o.name) == dump_file_spelling(name)]
     if len(mangled) == 1:
         return mangled[0], []
     names = list(dict.fromkeys(o.name for o in graph.ops))
     close = difflib.get_close_matches(name, names, n=5, cutoff=0.6)
     low = name.lower()
-    containing = [n for n in names if low in n.lower() or low in _mangle(n).lower()]
+    containing = [n for n in names if low in n.lower() or low in dump_file_spelling(n).lower()]
     hints = list(dict.fromkeys(close + [o.name for o in mangled] + containing[:5]))[:8]
     return None, hints
 

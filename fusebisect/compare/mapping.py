@@ -31,6 +31,14 @@ def lookup_name(name: str) -> str:
     return name.replace("/", "_").replace(".", "_")
 
 
+def dump_file_spelling(name: str) -> str:
+    """An op name as a dump file name writes it ('.', '/', '\\' and spaces become '_'): wider than
+    :func:`lookup_name`, which compare keeps as msaccucmp has it; for finding an op a user or a record names."""
+    for ch in "./\\ ":
+        name = name.replace(ch, "_")
+    return name
+
+
 @dataclass
 class Origin:
     """The golden tensor one NPU output corresponds to."""

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fusebisect.compare.mapping import dump_file_spelling
 from fusebisect.compare.tensorstats import summarize
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
 
@@ -405,7 +406,7 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
     elif len(originals) > 1:
         parts.append(f"Fused op (originals {', '.join(originals)}): pass --graph to name the fusion rules.")
     elif not originals:
-        others = [o for o in dict.fromkeys(output_origins) if o and _mangle(o) != _mangle(op_name)]
+        others = [o for o in dict.fromkeys(output_origins) if o and dump_file_spelling(o) != dump_file_spelling(op_name)]
         if others:
             parts.append(f"Its output stands for original op {', '.join(others)}, so it is probably a fused op: "
                          f"pass --graph to name the fusion rules and all its original ops.")
@@ -535,12 +536,6 @@ def _stream(entry) -> int:
     return 0 if entry.stream_id is None else int(entry.stream_id)
 
 
-def _mangle(name: str) -> str:
-    for ch in "./\\ ":
-        name = name.replace(ch, "_")
-    return name
-
-
 class _GraphIndex:
     """Look up graph ops by the (mangled) op name found in dump file names."""
 
@@ -549,12 +544,12 @@ class _GraphIndex:
         self.by_mangled: dict[str, Any] = {}
         if graph is not None:
             for op in graph.ops:
-                self.by_mangled.setdefault(_mangle(op.name), op)
+                self.by_mangled.setdefault(dump_file_spelling(op.name), op)
 
     def op(self, name: str):
         if self.graph is None:
             return None
-        return self.graph.op(name) or self.by_mangled.get(_mangle(name))
+        return self.graph.op(name) or self.by_mangled.get(dump_file_spelling(name))
 
 
 def _tensor_stats(rec, kind: str) -> TensorStats:
