@@ -185,13 +185,18 @@ def test_legacy_format():
     c = parse_switch_text("ConvConcatFusionPass:off\n\n  TbeEltwiseFusionPass : on \n")
     assert c.legacy and c.graph == c.ub == {"ConvConcatFusionPass": "off", "TbeEltwiseFusionPass": "on"}
     # FE's reader skips only empty lines and splits at the first colon: anything else fails the whole file
-    for text, what in (("# comment\nA:off\n", "line 1, column 1: a comment"),
+    for text, what in (("# comment\nA:off\n", "line 1, column 1: a comment without a colon"),
+                       ("# note: x\nA:off\n", "line 1.*CANN reads this comment as an entry"),
                        ("A:off\n   \nB:off\n", "line 2, column 1: a blank line of spaces"),
                        ("A:off\r\n\r\nB:off\r\n", "line 2, column 1: a blank line of spaces or a carriage return"),
                        ("A:B:off\n", "line 1.*A:B:off: the value must be exactly on or off")):
         with pytest.raises(SwitchFileError, match=what):
             parse_switch_text(text)
     assert parse_switch_text("A:off\r\nB:on\r\n").graph == {"A": "off", "B": "on"}
+    # a line commented out with its colon is an entry for a pass named "#A": it switches nothing, fails nothing
+    assert parse_switch_text("#A:off\n// B:on\nC:off\n").graph == {"C": "off"}
+    report = check_switch_text("#A:off\nC:off\n", default_catalog())
+    assert [p.code for p in report.problems if p.severity != "info"][0] == "commented-out"
     # a byte-order mark stays in the first line's name for FE's line reader: that entry switches nothing
     assert parse_switch_text("\ufeffA:off\nB:off\n").graph == {"B": "off"}
     with pytest.raises(SwitchFileError, match="byte-order mark alone"):

@@ -449,18 +449,34 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
         if not raw:
             continue
         s = raw.strip()
-        if not s or s.startswith(("#", "//")):
-            what = "a comment" if s else "a blank line of spaces or a carriage return (CRLF)"
-            problems.append(Problem("error", "syntax", f"{what}: CANN's old-format reader skips only empty lines, "
-                                    "and this one fails the whole file", lineno, 1))
+        if not s:
+            problems.append(Problem("error", "syntax", "a blank line of spaces or a carriage return (CRLF): CANN's "
+                                    "old-format reader skips only empty lines, and this one fails the whole file",
+                                    lineno, 1))
             continue
         raw = raw.rstrip("\r")
         col = raw.index(s[0]) + 1
         name, sep, value = s.partition(":")
         name, value = name.strip(), value.strip()
+        commented = name.startswith(("#", "//"))   # the format has no comments: FE reads the line like any other
         if not sep or not name:
-            problems.append(Problem("error", "syntax", f"expected PassName:on or PassName:off, got {s!r}",
-                                    lineno, col))
+            problems.append(Problem("error", "syntax", "a comment without a colon: CANN's old-format reader has no "
+                                    "comments, and this line fails the whole file" if commented else
+                                    f"expected PassName:on or PassName:off, got {s!r}", lineno, col))
+            continue
+        if commented:
+            if value not in VALUES:
+                problems.append(Problem("error", "invalid-value", f"{name}:{value}: CANN reads this comment as an "
+                                        "entry, and a value other than on or off fails the whole file", lineno,
+                                        col + s.index(":") + 1))
+            elif name in seen:
+                problems.append(Problem("error", "duplicate", f"{name} appears twice (first on line {seen[name]})",
+                                        lineno, col))
+            else:
+                seen[name] = lineno
+                problems.append(Problem("warning", "commented-out", f"{name}:{value}: the old format has no "
+                                        f"comments; CANN reads an entry for a pass named {name!r}, which switches "
+                                        "nothing", lineno, col))
             continue
         if not RULE_NAME_RE.fullmatch(name):
             problems.append(Problem("error", "rule-name", f"invalid rule name {name!r}: only letters, digits and "
