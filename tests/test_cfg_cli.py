@@ -123,6 +123,13 @@ def test_cfg_check_warns_that_ge_pattern_passes_ignore_the_old_format(capsys, tm
     assert run(capsys, "cfg", "check", str(f))[0] == 0
 
 
+def test_cfg_check_prints_a_line_as_it_is_never_an_emoji(capsys, tmp_path):
+    f = tmp_path / "old.cfg"
+    f.write_text("# note:x:on\nConvConcatFusionPass:off\n", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f))
+    assert rc == 1 and "# note:x:on: CANN reads this comment as an entry" in " ".join(out.split())
+
+
 def test_cfg_check_lowercase_all_is_a_case_mismatch(capsys, tmp_path):
     f = tmp_path / "all.cfg"
     f.write_text('{"Switch": {"GraphFusion": {"all": "off"}}}', encoding="utf-8")

@@ -29,8 +29,9 @@ state = GlobalState()
 
 
 def _console(stream, width: int | None = None) -> Console:
+    # emoji=False: a message holding "name:x:" (a switch file line, a path) is printed as it is, never as an emoji
     return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")) or None, soft_wrap=False,
-                   highlight=False, width=width)
+                   highlight=False, width=width, emoji=False)
 
 
 def out(width: int | None = None) -> Console:

@@ -199,7 +199,7 @@ class Progress:
 
         self.quiet = quiet
         self.verbose = verbose  # also print each run's switch file, trial dir and exact command
-        self.console = Console(stderr=True, highlight=False, soft_wrap=False)
+        self.console = Console(stderr=True, highlight=False, soft_wrap=False, emoji=False)
         self.live_enabled = (self.console.is_terminal and not self.console.is_dumb_terminal) if live is None \
             else live
         self._live = None
