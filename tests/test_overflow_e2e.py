@@ -462,8 +462,9 @@ def test_a_version_1_record_shows_every_status_word(tmp_path, capsys):
     assert out["max_is_inf"] and not out["min_is_inf"]
 
 
-def test_an_unset_stream_id_reads_invalid(tmp_path, capsys):
+@pytest.mark.parametrize("unset", [0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF, 0xFFFF])
+def test_an_unset_stream_id_reads_invalid(tmp_path, capsys, unset):
     leaf = leaf_dir(tmp_path, 0)
-    write_opdebug(leaf, new_record(3, 0xFFFFFFFFFFFFFFFF, 0x20), T0 + 2, "binary")
+    write_opdebug(leaf, new_record(3, unset, 0x20), T0 + 2, "binary")
     assert main(["overflow", str(tmp_path)]) == 1
     assert "[StreamId:invalid]" in capsys.readouterr().out

@@ -42,14 +42,13 @@ def _unreadable_consequence(report) -> str:
     return (f"the {read} read hold no {what}, but " if read else "") + f"{what} cannot be ruled out"
 
 
-_INVALID_IDS = (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)   # an id field of all ones: not set
-
-
 def _render(report) -> None:
     from rich import box
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
+
+    from fusebisect.compare.overflow import INVALID_IDS
 
     console = common.out()
     what = "abnormal ops (scan)" if report.mode == "scan" else "overflow records"
@@ -66,7 +65,7 @@ def _render(report) -> None:
             words = ov.status_words if len(ov.status_words) > 1 else (ov.status,)   # version 1: four words
             status = ",".join(f"0x{w:x}" for w in words) + (f" ({ov.status})" if len(words) == 1 else "")
             body.add_row(Text(f"[{ov.unit}][Status:{status}][TaskId:{ov.task_id}]"
-                              f"[StreamId:{'invalid' if ov.stream_id in _INVALID_IDS else ov.stream_id}]"
+                              f"[StreamId:{'invalid' if ov.stream_id in INVALID_IDS else ov.stream_id}]"
                               + (f"[ContextId:{ov.context_id}]" if ov.context_id is not None else "")
                               + (f"[ThreadId:{ov.thread_id}]" if ov.thread_id is not None else ""), style="bold"))
             body.add_row(f"timestamp {ov.timestamp}")
