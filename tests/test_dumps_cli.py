@@ -30,10 +30,24 @@ def test_inspect_dump_json(tmp_path, capsys):
     assert (doc["op_name"], doc["encoding"]) == ("add1", "binary")
     assert doc["inputs"] == [{"index": 0, "dtype": "float16", "format": "ND", "shape": [2, 2],
                               "original_shape": [2, 2], "size": 8, "min": -2.0, "max": 1.0, "mean": -0.5,
-                              "nan": 1, "inf": 1}]
+                              "nan": 1, "inf": 1, "stats_of": "stored"}]
     out0 = doc["outputs"][0]
-    assert (out0["format"], out0["original_shape"], out0["min"], out0["max"], out0["mean"]) == \
-        ("FRACTAL_NZ", None, 0, 5, 2.5)
+    assert (out0["format"], out0["original_shape"], out0["min"], out0["max"], out0["mean"], out0["stats_of"]) == \
+        ("FRACTAL_NZ", None, 0, 5, 2.5, "stored")
+
+
+def test_inspect_dump_stats_leave_out_the_padding_of_a_private_format(tmp_path, capsys):
+    logical = np.arange(1, 16, dtype=np.float32).reshape(3, 5)      # 1..15: no zero anywhere
+    stored = from_original(logical, "FRACTAL_NZ")                      # zero padded to 16x16 blocks
+    assert stored.size > logical.size and (stored == 0).any()
+    path = write_dump(tmp_path / "MatMul.mm.1.0.5", op_name="mm", inputs=[],
+                      outputs=[TensorSpec(stored, format=29, original_shape=(3, 5))])
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    [row] = json.loads(out)["outputs"]
+    assert rc == 0 and row["shape"] == list(stored.shape) and row["original_shape"] == [3, 5]
+    assert (row["min"], row["max"], row["mean"], row["stats_of"]) == (1.0, 15.0, 8.0, "original")
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path))
+    assert rc == 0 and "of the original layout" in out
 
 
 def test_inspect_dump_table(tmp_path, capsys):

@@ -12,7 +12,8 @@ from fusebisect.textutil import fmt_number
 
 HELP = (
     "Show the op name, encoding and every input/output of one dump file: index, dtype, format, shape, "
-    "original shape, size in bytes, min/max/mean of the finite values and NaN/Inf counts.\n\n"
+    "original shape, size in bytes, min/max/mean of the finite values and NaN/Inf counts (for device formats "
+    "such as FRACTAL_NZ or NC1HWC0 with an original shape: of the original tensor, padding removed).\n\n"
     "Reads binary, protobuf, nano and .npy dumps (detected by content).\n\n"
     "Example: fusebisect inspect dump dump/20240101000000/0/resnet/1/0/Conv2D.conv1.1.0.1700000000000002 --json"
 )
@@ -32,6 +33,8 @@ def tensor_stats(array) -> dict:
 def describe(path: Path) -> dict:
     """Return the ``inspect dump`` JSON document for the dump at ``path``. Raises DumpFormatError."""
     from fusebisect.compare.dumpfile import read_dump
+    from fusebisect.compare.formats import PLAIN_LAYOUTS, to_original
+    from fusebisect.errors import DumpFormatError
 
     dump = read_dump(path)
 
@@ -39,7 +42,16 @@ def describe(path: Path) -> dict:
         row = {"index": rec.index, "dtype": rec.dtype_name, "format": rec.format_name, "shape": list(rec.shape),
                "original_shape": list(rec.original_shape) if rec.original_shape is not None else None,
                "size": rec.size}
-        row.update(tensor_stats(rec.array()))
+        array, of = rec.array(), "stored"
+        if rec.format_name not in PLAIN_LAYOUTS and rec.original_shape:
+            # The padding of a device layout (zeros) is not data: summarise the original tensor when the
+            # dump says what it is. A shape that does not fit leaves the stored tensor (and says so).
+            try:
+                array, of = to_original(array, rec.format, rec.original_shape, sub_format=rec.sub_format), "original"
+            except DumpFormatError:
+                pass
+        row.update(tensor_stats(array))
+        row["stats_of"] = of
         return row
 
     return {"path": str(dump.path), "op_name": dump.op_name, "encoding": dump.encoding,
@@ -64,6 +76,11 @@ def _render(doc: dict) -> None:
                           str(tuple(orig)) if orig is not None else "-", str(row["size"]),
                           *(fmt_number(row[k]) for k in ("min", "max", "mean", "nan", "inf")))
     console.print(table)
+    converted = sorted({row["format"] for kind in ("inputs", "outputs") for row in doc[kind]
+                        if row["stats_of"] == "original"})
+    if converted:
+        console.print(f"min/max/mean/nan/inf of {', '.join(converted)} tensors are of the original layout "
+                      "(padding removed).")
 
 
 def register(app: typer.Typer) -> None:
