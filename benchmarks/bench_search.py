@@ -510,6 +510,8 @@ def frontier_note():
         "  T1 counting every run: c runs after the gates settle at most 2^(c-2) single culprits (both runs",
         "  naming r, only r on and only r off, lie on r's path and the later one splits nothing), so",
         "  ceil(log2 n) + 4 is forced for every n >= 2, not only for powers of two.",
+        "  Beyond plans of this kind: bench_search_limits.py searches every strategy for small n and shows the",
+        "  worst-case targets cannot always hold together (T1+T2 at n=4, 6, 8; T1+T6 at n=8; all three at n=7).",
     ]
     return "\n".join(lines)
 
