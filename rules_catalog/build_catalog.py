@@ -81,6 +81,10 @@ EXTRA_ALIASES: dict[str, str] = {
 LICENSE_NOTE = ("license-related force-close list kForceClosePassVec (FE utils/common/configuration.cc): closed "
                 "when the fusion license does not cover it")
 
+PATTERN_NOTE = ("recent CANN runs it as a GE pattern pass (REG_FUSION_PASS/REG_DECOMPOSE_PASS): the JSON "
+                "Switch.GraphFusion entry or ALL decides, FE's forbidden-close and ExceptionalPassOfO1Level lists do "
+                "not apply; older CANN ran it as an FE pass that a switch file could not close")
+
 SOC_NOTES = [
     {
         "socs": ["Ascend 950PR", "Ascend 950DT"],
@@ -153,6 +157,11 @@ def build() -> dict:
         notes = []
         if any("[kForceClosePassVec]" in s for s in sources):
             notes.append(LICENSE_NOTE)
+        if not can_disable and any("[REG_FUSION_PASS]" in s or "[REG_DECOMPOSE_PASS]" in s for s in sources):
+            # GE's FusionPassExecutor::IsPassEnable reads the switch file only (ascend-formats.md 5.2, last
+            # paragraph): the FE lists that keep the old FE pass of this name on do not reach it.
+            can_disable = True
+            notes.append(PATTERN_NOTE)
         rule.update({
             "default": default,
             "can_disable": can_disable,

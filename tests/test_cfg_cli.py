@@ -123,6 +123,30 @@ def test_cfg_check_warns_that_ge_pattern_passes_ignore_the_old_format(capsys, tm
     assert run(capsys, "cfg", "check", str(f))[0] == 0
 
 
+def test_ge_pattern_passes_follow_ges_own_switch_order(capsys, tmp_path):
+    """A GE pattern pass reads the JSON Switch.GraphFusion only (exact name, then ALL, else on): an old-format
+    ALL:off leaves it on, and FE's forbidden-close list (which kept the old FE pass of that name on) does not
+    reach it."""
+    old, new = tmp_path / "old.cfg", tmp_path / "new.cfg"
+    old.write_text("ALL:off\n", encoding="utf-8")
+    new.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "diff", str(old), str(new), "--json")
+    rows = {r["rule"]: (r["a"], r["b"]) for r in json.loads(out)["changes"]}
+    assert rc == 1 and rows["GlobalavgpoolPass"] == ("on", "off") and "ConvConcatFusionPass" not in rows
+    rc, out, _ = run(capsys, "cfg", "effective", str(old), "--rule", "GlobalavgpoolPass", "--json")
+    [state] = json.loads(out)["rules"]
+    assert rc == 0 and state["effective"] == "on" and "old-format" in state["reason"]
+    new.write_text('{"Switch":{"GraphFusion":{"PermuteFusionPass":"off"},"UBFusion":{"GlobalavgpoolPass":"off"}}}',
+                   encoding="utf-8")
+    assert run(capsys, "cfg", "check", str(new))[0] == 1     # (GlobalavgpoolPass is in the wrong section)
+    rc, out, _ = run(capsys, "cfg", "effective", str(new), "--rule", "PermuteFusionPass", "--rule",
+                     "GlobalavgpoolPass", "--json")
+    states = {r["rule"]: r["effective"] for r in json.loads(out)["rules"]}
+    assert rc == 0 and states == {"PermuteFusionPass": "off", "GlobalavgpoolPass": "on"}
+    new.write_text('{"Switch":{"GraphFusion":{"PermuteFusionPass":"off"}}}', encoding="utf-8")
+    assert run(capsys, "cfg", "check", str(new))[0] == 0
+
+
 def test_cfg_check_prints_a_line_as_it_is_never_an_emoji(capsys, tmp_path):
     f = tmp_path / "old.cfg"
     f.write_text("# note:x:on\nConvConcatFusionPass:off\n", encoding="utf-8")

@@ -578,10 +578,28 @@ def _state_in(name: str, kind: str, config, catalog, builtin) -> tuple[bool, str
     return True, f"not named in {kind}: default on"
 
 
+def _pattern_state(rule: str, config: SwitchConfig | None) -> tuple[bool, str]:
+    """A GE pattern pass (GE FusionPassExecutor::IsPassEnable): the exact name in the JSON Switch.GraphFusion,
+    then its ALL, then on. Nothing else reaches it: not the old line format, not the UBFusion section, not the
+    built-in config nor FE's forbidden-close and ExceptionalPassOfO1Level lists."""
+    what = "a GE pattern pass"
+    if config is None:
+        return True, f"{what}, not switched: default on"
+    if config.legacy:
+        return True, f"{what} reads only a JSON file's Switch.GraphFusion: this old-format file leaves it on"
+    section = config.section(GRAPH)
+    for key in (rule, ALL):
+        if key in section:
+            return section[key] == "on", f"{key}: {section[key]} in the file (GraphFusion; {what})"
+    return True, f"{what}, not named in the file's Switch.GraphFusion: default on"
+
+
 def explain_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, kind: str | None = None,
                   builtin: SwitchConfig | None = None) -> tuple[bool, str]:
     """Like :func:`effective_state`, also returning a short reason ("forbidden-close: always on", ...)."""
     entry = catalog.rules.get(rule)
+    if entry is not None and entry.ge_pattern:
+        return _pattern_state(rule, config)
     if entry is not None and not entry.can_disable:
         return True, f"{entry.always_on}: CANN never switches it off"
     if config is not None and rule in config.o1_exceptions:
@@ -606,6 +624,8 @@ def effective_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *,
                     builtin: SwitchConfig | None = None) -> bool:
     """Whether pass ``rule`` runs (True) under ``config``, following CANN's order:
 
+    0. a GE pattern pass (REG_FUSION_PASS / REG_DECOMPOSE_PASS in recent CANN) reads only the JSON
+       ``Switch.GraphFusion``: its exact name, then ``ALL``, else it runs (steps 1-3 do not apply to it);
     1. forbidden-close passes (ForbiddenClosedPass / FORBIDDEN_CLOSE) and passes in an ExceptionalPassOfO1Level
        list (CANN's built-in one, or the file's own) always run;
     2. in the switch map of the pass's kind, an exact (case-sensitive) name beats ``ALL``;
