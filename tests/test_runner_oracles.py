@@ -72,6 +72,21 @@ def test_log_pieces_end_at_line_ends_and_lose_no_match(tmp_path):
     assert list(iter_text(tmp_path / "missing.log")) == []
 
 
+@pytest.mark.parametrize("header", ["", "x", "a longer header line naming the rules turned off"])
+def test_progress_bar_logs_without_newlines_lose_no_curve_point(tmp_path, header):
+    """tqdm-style output: records separated by carriage returns only, far longer than one piece. Where a piece
+    ends must not depend on earlier output, or the same losses would read differently in two runs."""
+    log = tmp_path / "stdout.log"
+    records = "".join(f"\rstep {i} loss {1 + (i % 8) / 8}" for i in range(3000))
+    log.write_text(header + "\n" + records, encoding="utf-8")
+    spec = compile_metric(r"loss ([0-9.]+)")
+    want = [1 + (i % 8) / 8 for i in range(3000)]
+    assert [v for p in iter_text(log, block=1000) for v in parse_metric(p, spec)] == want
+    # one long line (30 blocks, no line end at all) is read whole
+    log.write_text(header + " ".join(f"loss {1 + (i % 8) / 8}" for i in range(3000)), encoding="utf-8")
+    assert [v for p in iter_text(log, block=1000) for v in parse_metric(p, spec)] == want
+
+
 def test_metric_curve_is_read_from_the_whole_of_a_long_log(tmp_path):
     # A job that prints its losses first and then 70 MB of logs (CANN's plog on stdout does) keeps its curve.
     paths = TrialPaths(trial_dir=tmp_path, switch_file=None)

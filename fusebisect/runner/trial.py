@@ -344,10 +344,21 @@ def numbered_trial_dirs(trials: Path) -> dict[int, Path]:
     return found
 
 
+def _piece_end(data: bytes, forced: bool) -> int:
+    """Where a piece of log may end: after its last line end (``\\n``, or the ``\\r`` of progress bars). Without
+    one, a piece only ends once it is ``forced`` (too long): after its last blank, else anywhere."""
+    cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+    if cut or not forced:
+        return cut
+    cut = max(data.rfind(b" "), data.rfind(b"\t")) + 1
+    return cut or len(data)
+
+
 def iter_text(path: Path, block: int = 1 << 20):
-    """Yield the text of a log file in pieces of about ``block`` bytes that end at line ends (UTF-8,
-    undecodable bytes replaced), so a log of any size is scanned in bounded memory. A line longer than
-    ``block`` is cut. Yields nothing when the file does not exist."""
+    """Yield the text of a log file in pieces of about ``block`` bytes that end at line ends (``\\n`` or
+    ``\\r``; UTF-8, undecodable bytes replaced), so a log of any size is scanned in bounded memory and no
+    match is split. Only a line of more than 64 blocks is cut (at a blank). Yields nothing when the file does
+    not exist."""
     try:
         handle = open(path, "rb")
     except FileNotFoundError:
@@ -359,11 +370,10 @@ def iter_text(path: Path, block: int = 1 << 20):
             if not data:
                 break
             data = carry + data
-            cut = data.rfind(b"\n") + 1
-            if cut == 0 or len(data) - cut > block:
-                cut = len(data)
+            cut = _piece_end(data, forced=len(data) > 64 * block)
             carry = data[cut:]
-            yield data[:cut].decode("utf-8", errors="replace")
+            if cut:
+                yield data[:cut].decode("utf-8", errors="replace")
         if carry:
             yield carry.decode("utf-8", errors="replace")
 
