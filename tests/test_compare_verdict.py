@@ -334,6 +334,42 @@ def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
     assert out["first_divergence"]["note"].endswith("is all zero and the other is not: cosine 0")
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
+def test_nan_and_zero_outputs_of_bf16_and_fp8_dumps_diverge_too(tmp_path, capsys, dtype):
+    """bfloat16 (the usual training dtype) and fp8 are numpy kind 'V' (ml_dtypes): their NaN and their all-zero
+    tensors must be caught as in float16, with or without graphs."""
+    import ml_dtypes
+    t = getattr(ml_dtypes, dtype)
+    base = (X / 4).astype(t)
+    nan = base.copy()
+    nan[0, 0] = np.nan
+    my, gold = _pair(tmp_path, {"ok": base, "b": nan, "z": np.zeros_like(base)}, {"ok": base, "b": base, "z": base})
+    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    assert rows["ok:output:0"].nonfinite == 0 and rows["b:output:0"].nonfinite == 1
+    assert rows["z:output:0"].finite_cosine == 0.0
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["tensor"] == "b:output:0" and out["first_divergence"]["nonfinite"] == 1
+
+
+def test_identical_tensors_past_float32_range_are_not_a_divergence(tmp_path, capsys):
+    """msaccucmp sums squares in float32, so identical values near 1e20 read cosine 0.000000; the CSV keeps its
+    cell, the verdict recomputes in float64. Different huge tensors still diverge."""
+    huge = (X * 1e20).astype(np.float32)
+    other = (np.roll(X, 1) * 1e20).astype(np.float32)
+    my, gold = _pair(tmp_path, {"same": huge, "diff": other}, {"same": huge, "diff": huge})
+    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    same = rows["same:output:0"]
+    assert same.cosine == 0.0 and same.finite_cosine == pytest.approx(1.0) and same.max_abs_error == 0
+    assert rows["diff:output:0"].finite_cosine < 0.99
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["first_divergence"]["tensor"] == "diff:output:0"
+    only = tmp_path / "only"
+    _dump(only / "my", "same", huge)
+    _dump(only / "gold", "same", huge)
+    assert main(["compare", str(only / "my"), str(only / "gold")]) == 0
+
+
 def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):
     my, gold = _pair(tmp_path, {"a": X}, {"a": X})
     assert main(["compare", str(my), str(gold), "--msaccucmp", str(tmp_path / "msaccucmp.py")]) == 2

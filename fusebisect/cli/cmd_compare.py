@@ -21,7 +21,8 @@ HELP = (
     "FFTS+ thread dump files of one op (one per thread slice) are merged into the whole tensor as msaccucmp "
     "does; [bold]--ffts[/bold] keeps their op names (msaccucmp -ffts: manual-mode slices compared one to one).\n\n"
     "Exit codes: 0 nothing crosses the thresholds, 1 divergence found (a tensor below --cosine, above "
-    "--max-abs-error, or with NaN/Inf where the golden is finite), 2 error (also: no tensor could be compared).\n\n"
+    "--max-abs-error, or with NaN/Inf unlike the golden's: on one side only, e.g. a -inf mask my tensor lost, or of "
+    "another kind), 2 error (also: no tensor could be compared).\n\n"
     "Example: fusebisect compare ./dump_fused ./dump_unfused --my-graph ge_fused.txt "
     "--golden-graph ge_unfused.txt --csv result.csv"
 )

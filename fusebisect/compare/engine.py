@@ -300,8 +300,9 @@ def _identity_rule(rule: mp.FusionRule) -> mp.FusionRule:
 
 
 def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float | None = None) -> bool:
-    """True when the row's cosine is below ``cosine``, its max abs error above ``max_abs_error``, or my tensor has
-    NaN/Inf where the golden is finite (its cosine is then NaN: no threshold would catch it). A scalar, whose
+    """True when the row's cosine is below ``cosine``, its max abs error above ``max_abs_error``, or its NaN/Inf
+    differ from the golden's (on one side only, or of another kind; the cosine is then NaN: no threshold would
+    catch it). A scalar, whose
     cosine is always 1, diverges when its relative error exceeds ``1 - cosine`` (1 % by default)."""
     if row.nonfinite:
         return True
@@ -430,6 +431,7 @@ def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     """What the verdict needs beyond msaccucmp's metrics: NaN/Inf (:func:`_count_nonfinite`) and, for a scalar
     (a loss: its cosine is 1 whatever the values), the relative error."""
     _count_nonfinite(row, x, y)
+    _overflowed_cosine(row, x, y)
     if x.size == 1 and y.size == 1 and x.dtype.kind not in "bOSU" and y.dtype.kind not in "bOSU" \
             and not row.nonfinite:
         a, b = _scalar(x), _scalar(y)
@@ -438,6 +440,39 @@ def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
             row.scalar_relative_error = abs(a - b) / max(abs(b), _SCALAR_FLOOR)
             if row.scalar_relative_error:
                 row.note = row.note or f"a scalar: relative error {row.scalar_relative_error:.6g}"
+
+
+def _numeric(v: np.ndarray) -> np.ndarray:
+    """``v`` with the ml_dtypes floats (bfloat16, float8: numpy kind 'V') widened to float32."""
+    if v.dtype.kind == "V":
+        try:
+            return v.astype(np.float32)
+        except (TypeError, ValueError):
+            return v
+    return v
+
+
+def _overflowed_cosine(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
+    """A low cosine that only float32 overflow made (msaccucmp sums squares in float32: values past ~1e19 make
+    identical tensors read cosine 0): recompute it in float64 as ``finite_cosine``, which the verdict uses."""
+    cos = row.cosine
+    if row.nonfinite or row.finite_cosine is not None or cos is None or not math.isfinite(cos) or cos >= 0.999999:
+        return
+    x, y = _numeric(x), _numeric(y)
+    if x.size != y.size or x.size < 2 or x.dtype.kind not in "fiu" or y.dtype.kind not in "fiu":
+        return
+    a, b = x.reshape(-1).astype(np.float64), y.reshape(-1).astype(np.float64)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return
+    if max(float(np.max(np.abs(a))), float(np.max(np.abs(b)))) * math.sqrt(a.size) < 1e18:
+        return
+    scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
+    a, b = a / scale, b / scale
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
+    row.finite_max_abs_error = float(np.max(np.abs(a - b))) * scale
+    row.note = row.note or (f"values past float32's range for sums of squares: cosine in float64 "
+                            f"{row.finite_cosine:.6f}")
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
@@ -451,6 +486,7 @@ def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     when a metric is not finite."""
     if all(not isinstance(v, float) or math.isfinite(v) for v in row.metrics.values()):
         return
+    x, y = _numeric(x), _numeric(y)
     if x.size != y.size or x.size == 0 or x.dtype.kind not in "fciub" or y.dtype.kind not in "fciub":
         return
     x, y = x.reshape(-1), y.reshape(-1)
@@ -462,6 +498,7 @@ def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
             return
         a, b = x, y
     else:
+        # NaN/Inf on one side only (mine, or a golden -inf mask my tensor lost) or of another kind
         both = ~fx & ~fy
         same = np.isnan(x[both]) & np.isnan(y[both]) | (x[both] == y[both])
         row.nonfinite = int(np.count_nonzero(fx != fy)) + int(np.count_nonzero(~same))
