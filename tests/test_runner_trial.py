@@ -175,3 +175,10 @@ def test_registry_kill_all_interrupts_running_executions(tmp_path):
 def test_substitute_without_switch_file():
     paths = TrialPaths(trial_dir=Path("/t"), switch_file=None)
     assert substitute(["a{switch_file}b", "{dump_dir}"], paths) == ["ab", "/t/dump"]
+
+
+def test_substitute_replaces_each_placeholder_once_even_inside_a_substituted_path():
+    """A workdir whose name holds placeholder text: the paths put in are never substituted again."""
+    paths = TrialPaths(trial_dir=Path("/w{dump_dir}/t"), switch_file=Path("/w{trial_dir}/s.cfg"))
+    assert substitute(["--cfg={switch_file}", "{trial_dir}:{dump_dir}", "{other}"], paths) == [
+        "--cfg=/w{trial_dir}/s.cfg", "/w{dump_dir}/t:/w{dump_dir}/t/dump", "{other}"]

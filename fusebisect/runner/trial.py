@@ -18,6 +18,7 @@ interruption the whole group is killed, so no grandchild survives.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -29,6 +30,7 @@ from typing import Mapping, Sequence
 from fusebisect.errors import UsageError
 
 PLACEHOLDERS = ("{switch_file}", "{trial_dir}", "{dump_dir}")
+_PLACEHOLDER_RE = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS))
 KILL_GRACE_SECONDS = 2.0  # SIGTERM first, SIGKILL after this
 
 
@@ -121,19 +123,15 @@ def _signal_group(pgid: int, sig: int) -> None:
 def substitute(argv: Sequence[str], paths: TrialPaths) -> list[str]:
     """Return ``argv`` with ``{switch_file}``, ``{trial_dir}``, ``{dump_dir}`` replaced by this trial's paths.
 
-    Other braces are left alone (no ``str.format``), so ``{`` in a user's argument is safe. Never raises.
+    Other braces are left alone (no ``str.format``), so ``{`` in a user's argument is safe, and one pass replaces
+    them all: a path that itself holds a placeholder's text is not replaced again. Never raises.
     """
     mapping = {
         "{switch_file}": str(paths.switch_file) if paths.switch_file else "",
         "{trial_dir}": str(paths.trial_dir),
         "{dump_dir}": str(paths.dump_dir),
     }
-    out = []
-    for arg in argv:
-        for key, value in mapping.items():
-            arg = arg.replace(key, value)
-        out.append(arg)
-    return out
+    return [_PLACEHOLDER_RE.sub(lambda m: mapping[m.group(0)], arg) for arg in argv]
 
 
 def trial_env(base: Mapping[str, str], paths: TrialPaths, *, graph_dump: bool = True,
