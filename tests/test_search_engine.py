@@ -373,3 +373,14 @@ def test_invalid_configs_never_lead_to_a_confirmed_wrong_set(sc, rate, seed):
             assert any(frozenset(c.rules) <= x for x in sets) or r.notes
     if r.status == "found" and all(c.confidence == 1.0 for c in r.culprits) and not r.notes:
         assert {frozenset(c.rules) for c in r.culprits} == set(sets)
+
+
+def test_a_reference_that_never_runs_says_why_nothing_follows_and_what_to_do():
+    """Turning every candidate off often breaks the build: the search cannot start without that gate."""
+    cands = [f"P{i}" for i in range(8)]
+    s = Search(cands)
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, Outcome.INVALID if off == frozenset(cands) else Outcome.BAD)
+    assert s.result.status == "inconclusive" and s.executions == 3
+    assert "cures the symptom is unknown" in s.result.message and "--rules" in s.result.message

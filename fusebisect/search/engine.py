@@ -425,9 +425,15 @@ class Search:
         self._phase = "gates"
         ref, base = yield from self._test_offs([(self._all, "reference"), (0, "baseline")], retries=1)
         if Outcome.INVALID in (ref, base):
-            which = "all-candidates-off reference" if ref is Outcome.INVALID else "baseline"
-            return self._result("inconclusive", [], f"The {which} run could not be judged twice; nothing "
-                                "can be concluded.")
+            if ref is Outcome.INVALID:
+                # every search starts from "all off cures it": without that run nothing tells a fusion rule
+                # from any other cause; a job that cannot build with every candidate off needs fewer candidates
+                return self._result("inconclusive", [], "The all-candidates-off reference run could not be judged "
+                                    "twice, so whether turning the rules off cures the symptom is unknown; nothing "
+                                    "can be concluded (if the job fails with all of them off, narrow the "
+                                    "candidates with --rules).")
+            return self._result("inconclusive", [], "The baseline run could not be judged twice; nothing can be "
+                                "concluded.")
         stop_gate = 0 if base is Outcome.GOOD else self._all   # the gate a single flipped verdict would fake
         if base is ref and self.repeat == 1 and len(self._verdicts(stop_gate)) == 1:
             # A verdict that ends the search without an answer must not rest on one run: run that gate once
