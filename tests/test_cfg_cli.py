@@ -97,13 +97,30 @@ def test_cfg_check_invalid_json_and_values(capsys, tmp_path):
                                    'holding an integer')
     # FE's custom ranges per level, and a JSON number (its reader throws on it)
     f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": "off"}}, "Priority": {"GraphFusion": '
-                 '{"Top": {"ConvConcatFusionPass": "1500"}, "Down": {"ConvConcatFusionPass": 2500}}}}',
+                 '{"Top": {"ConvConcatFusionPass": "1500"}, "Down": {"AddNFusionPass": 2500}}}}',
                  encoding="utf-8")
     rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
     msgs = [x["message"] for x in json.loads(out)["problems"]]
     assert rc == 1 and msgs == ["Priority.GraphFusion.Top.ConvConcatFusionPass = 1500: a Top priority must be in "
-                                "[0, 1000)", "Priority.GraphFusion.Down.ConvConcatFusionPass = 2500: CANN needs a "
+                                "[0, 1000)", "Priority.GraphFusion.Down.AddNFusionPass = 2500: CANN needs a "
                                 "string holding an integer (write \"2500\")"]
+    # FE keeps one set of names over Top, Main and Down: a pass in two levels fails the file; twice in one
+    # level, the JSON reader has kept the last value before FE looks
+    f.write_text('{"Priority": {"GraphFusion": {"Top": {"ConvConcatFusionPass": "5", "ConvConcatFusionPass": "6"}, '
+                 '"Main": {"ConvConcatFusionPass": "1500"}}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    probs = [(x["severity"], x["message"]) for x in json.loads(out)["problems"]]
+    assert rc == 1 and probs == [
+        ("warning", "Priority.GraphFusion.Top.ConvConcatFusionPass appears twice in that level: CANN reads the last "
+                    "value only"),
+        ("error", "Priority.GraphFusion.Main.ConvConcatFusionPass is also in Top: CANN rejects the file (a pass may "
+                  "have one priority level)")]
+    # a Switch value CANN never sees (a later duplicate replaces it) is not judged
+    f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": "bogus", "ConvConcatFusionPass": "off"}}}',
+                 encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    assert rc == 1 and [x["code"] for x in json.loads(out)["problems"]] == ["duplicate"]
+    assert run(capsys, "cfg", "effective", str(f), "--rule", "ConvConcatFusionPass")[0] == 0
     # a padded value passes CANN's check but reads as off
     f.write_text('{"Switch": {"GraphFusion": {"ConvConcatFusionPass": " on "}}}', encoding="utf-8")
     rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")

@@ -310,20 +310,28 @@ PRIORITY_RANGES = {"Top": (0, 1000), "Main": (1000, 2000), "Down": (2000, 3000)}
 def _check_priority(node: Node, add) -> None:
     """What FE's CheckLastLayerFormatForPriorityPart rejects in ``Priority`` (each fails the whole file): a value
     that is not a string holding an integer (a JSON number throws in its reader), one outside its level's range,
-    a pass twice in one level."""
+    a pass in two levels of one section (one set of names spans Top, Main and Down). A pass twice in one level is
+    a warning: the JSON reader keeps its last value before FE looks."""
     for sec, _sec_at, levels in node.pairs or []:
         if levels.kind != "object":
             continue   # the schema names the type
+        seen: dict[str, str] = {}    # pass name -> the level that named it first
         for level, _level_at, passes in levels.pairs or []:
             bounds = PRIORITY_RANGES.get(level.strip())
             if bounds is None or passes.kind != "object":
                 continue
-            seen: set[str] = set()
+            here: set[str] = set()
             for name, name_at, val in passes.pairs or []:
                 label = f"Priority.{sec}.{level}.{name}"
-                if name.strip() in seen:
-                    add("duplicate", f"{label} appears twice in that level: CANN rejects the file", name_at)
-                seen.add(name.strip())
+                key = name.strip()
+                if key in here:
+                    add("duplicate", f"{label} appears twice in that level: CANN reads the last value only",
+                        name_at, severity="warning")
+                elif key in seen:
+                    add("duplicate", f"{label} is also in {seen[key]}: CANN rejects the file (a pass may have one "
+                        "priority level)", name_at)
+                here.add(key)
+                seen.setdefault(key, level.strip())
                 text = val.value.strip() if val.kind == "string" else None
                 if text is None or not re.fullmatch(r"-?[0-9]+", text):
                     shown = json.dumps(val.value) if val.kind != "object" else "an object"
@@ -386,14 +394,17 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                         section=sec)
                     continue
                 target = cfg.section(sec)
-                for name, name_at, val in sec_node.pairs or []:
+                pairs = sec_node.pairs or []
+                final = {name: i for i, (name, _at, _val) in enumerate(pairs)}
+                for i, (name, name_at, val) in enumerate(pairs):
+                    if final[name] != i:   # CANN never sees this value: only the last one is judged
+                        add("duplicate", f"{name} appears twice in Switch.{sec}{last}", pairs[final[name]][1],
+                            rule=name, section=sec, severity="warning")
+                        continue
                     if not RULE_NAME_RE.fullmatch(name):
                         add("rule-name", f"invalid rule name {name!r} in Switch.{sec}: only letters, digits and "
                             "_ . : - are allowed", name_at, rule=name, section=sec)
                         continue
-                    if name in target:
-                        add("duplicate", f"{name} appears twice in Switch.{sec}{last}", name_at, rule=name,
-                            section=sec, severity="warning")
                     if val.kind == "string" and val.value not in VALUES and val.value.strip() in VALUES:
                         # FE's check trims the value, but its switch map compares it untrimmed with "on"
                         add("padded-value", f"Switch.{sec}.{name} = {json.dumps(val.value)}: CANN accepts the "
