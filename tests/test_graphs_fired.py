@@ -159,6 +159,24 @@ def test_graphs_of_the_same_name_from_several_sessions_all_count(tmp_path):
     assert got == {"LayerNormFusionPass": 1, "MatMulBiasAddFusionPass": 1, "X": 2}
 
 
+def test_the_stage_copies_of_a_built_graph_count_once(tmp_path, capsys):
+    """GE's default stage list dumps the built graph as PreRunAfterOptimizeGraphBeforeBuild, Build and
+    PreRunAfterBuild: one build, one count each (a folder without the final Build stage still counts its own)."""
+    ops = [("ln_LayerNorm", ["LayerNormFusionPass"], None), ("fused_add_relu", [], "TbeEltwiseFusionPass")]
+    for name in ("ge_proto_00000300_PreRunAfterOptimizeGraphBeforeBuild.txt", "ge_proto_00000320_Build.txt",
+                 "ge_proto_00000321_PreRunAfterBuild.txt"):
+        (tmp_path / "graph" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "graph" / name).write_text(_graph_text(ops))
+    got = {n: (s.effect_times, s.match_times) for n, s in fired_rules(tmp_path / "graph").items()}
+    assert got == {"LayerNormFusionPass": (1, 1), "TbeEltwiseFusionPass": (1, 1)}
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "ge_proto_00000007_PreRunAfterBuild.txt").write_text(_graph_text(ops[:1]))
+    assert fired_rules(tmp_path)["LayerNormFusionPass"].effect_times == 2
+    assert main(["rules", "fired", str(tmp_path / "graph"), "--json"]) == 0
+    assert {r["name"]: r["effect_times"] for r in json.loads(capsys.readouterr().out)["rules"]} == {
+        "LayerNormFusionPass": 1, "TbeEltwiseFusionPass": 1}
+
+
 def test_an_unreadable_graph_does_not_hide_the_other_evidence(tmp_path, capsys):
     (tmp_path / "fusion_result.json").write_text(json.dumps(GRAPHID_STYLE))
     graph = tmp_path / "graph" / "ge_proto_00000001_graph_1_Build.txt"

@@ -212,12 +212,24 @@ def _from_graph(graph) -> dict[str, RuleStat]:
     return found
 
 
+def _final_stages(graphs: list[Path]) -> list[Path]:
+    """Drop the copies GE's default stage list makes of a built graph: in a folder that holds a final ``Build``
+    stage (``ge_proto_N_Build.txt``, ``ge_proto_N_graph_1_Build.txt``), the other stages whose names hold
+    "Build" (``PreRunAfterOptimizeGraphBeforeBuild``, ``PreRunAfterBuild``) show the same fusions again."""
+    def final(p: Path) -> bool:
+        stage = p.name.split("_", 2)[-1][:-len(".txt")] if p.name.endswith(".txt") else ""
+        return stage == "Build" or stage.endswith("_Build")
+    with_final = {p.parent for p in graphs if final(p)}
+    return [p for p in graphs if final(p) or p.parent not in with_final]
+
+
 def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleStat]:
     """Return the rules that fired, by name: those with ``effect_times > 0`` in ``fusion_result.json`` files plus
     the ``pass_name`` (GraphFusion) / ``pass_name_ub`` (UBFusion) values seen on ops of Build-stage graphs.
 
     ``path`` is a fusion_result.json, a graph file, or a directory searched recursively for both; every graph of
-    every file counts (several sessions or builds may dump graphs of the same name). Counts come from
+    every file counts (several sessions or builds may dump graphs of the same name), except the stage copies
+    next to a final Build graph (:func:`_final_stages`). Counts come from
     fusion_result.json; a rule seen only in graphs counts the ops carrying it. Every returned rule has
     ``effect_times > 0``. Raises GraphFormatError for a malformed file, or for a path holding neither a
     fusion_result.json nor a Build graph (so an empty trial directory is never read as "nothing fired").
@@ -243,6 +255,7 @@ def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleS
     else:
         raise GraphFormatError("no such file or directory", path=p)
 
+    graphs = _final_stages(graphs)
     errors: list[FusebisectError] = []
 
     def readable(read, f):
