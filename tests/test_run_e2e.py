@@ -89,6 +89,8 @@ def test_parallel_jobs(capsys, tmp_path):
                       "--", *SIM, "--faulty", "SoftmaxFusionPass")
     assert rc == 0, err
     assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]]
+    # runs of a round end in any order; the JSON lists them by number
+    assert [t["index"] for t in j["trials"]] == sorted(t["index"] for t in j["trials"])
 
 
 def test_dumps_oracle_and_prior(capsys, tmp_path):

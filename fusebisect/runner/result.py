@@ -143,7 +143,7 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         "switch_file": str(switch_path) if switch_path else None,
         "verify": None if verify is None else {"outcome": verify.outcome, "reason": verify.reason,
                                                "trial_dir": str(verify.paths.trial_dir)},
-        "trials": [trial_row(r) for r in session.records],
+        "trials": [trial_row(r) for r in sorted(session.records, key=lambda r: r.index)],
         "unjudged": unjudged_runs(session.workdir, [r.index for r in session.records]),
         "repro": repro,
         "excluded": list(session.excluded),
