@@ -10,7 +10,10 @@ import os
 
 
 class FusebisectError(Exception):
-    """A user-facing error. ``str(err)`` is one line naming the file or flag and the reason."""
+    """A user-facing error. ``str(err)`` is one line naming the file or flag and the reason; ``exit_code`` is the
+    CLI's exit status for it (2: bad input or usage)."""
+
+    exit_code = 2
 
     def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path) if path is not None else None

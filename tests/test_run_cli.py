@@ -323,3 +323,13 @@ def test_rerunning_with_no_verify_keeps_the_journals_verification(capsys, tmp_pa
     assert main([*argv, "--no-verify", "--", "bash", str(job)]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["verify"] == first["verify"] and again["executions"] == first["executions"]
+
+
+def test_a_check_asking_to_abort_ends_the_run_with_exit_1_not_a_usage_error(capsys, tmp_path):
+    check = tmp_path / "check.sh"
+    check.write_text("exit 128\n")
+    rc = main(["run", "--check", f"bash {check}", "--rules", "GeluFusionPass", "--workdir", str(tmp_path / "w"),
+               "--", "true"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "--check exited 128" in err and "aborting the run" in err
+    assert (tmp_path / "w" / "journal.jsonl").exists()

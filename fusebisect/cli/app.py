@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         if common.state.debug:
             traceback.print_exc()
         print(f"fusebisect: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except ClickException as exc:
         exc.show()
         return exc.exit_code if exc.exit_code else 2

@@ -41,7 +41,10 @@ PENDING = "pending: judged against the reference run"
 
 
 class RunAborted(FusebisectError):
-    """The ``--check`` command asked to abort the whole run (exit code outside 0-127), like ``git bisect run``."""
+    """The ``--check`` command asked to abort the whole run (exit code outside 0-127), like ``git bisect run``.
+    Not a usage error: the run ends without an answer (exit 1), its journal kept."""
+
+    exit_code = 1
 
 
 @dataclass
