@@ -468,3 +468,87 @@ def test_an_unset_stream_id_reads_invalid(tmp_path, capsys, unset):
     write_opdebug(leaf, new_record(3, unset, 0x20), T0 + 2, "binary")
     assert main(["overflow", str(tmp_path)]) == 1
     assert "[StreamId:invalid]" in capsys.readouterr().out
+
+
+def test_matching_when_the_dump_name_or_the_record_lacks_a_stream_id(tmp_path):
+    """Some runtimes name op dumps without a stream id (TransData.trans_1170.327.<ts>): the task id matches;
+    a record's stream id of all ones is the Opdebug file's own; a known stream still tells two ops apart."""
+    leaf = leaf_dir(tmp_path / "a", 0)
+    write_dump(leaf / f"Mul.mul1.3.{T0 + 1}", op_name="mul1", inputs=[TensorSpec(CLEAN)],
+               outputs=[TensorSpec(SATURATED)], encoding="binary", dump_time=T0 + 1)
+    write_opdebug(leaf, new_record(3, 1, 0x20), T0 + 2, "binary")
+    [ov] = analyse(tmp_path / "a").overflows
+    assert ov.matched and ov.op_name == "mul1"
+    leaf = leaf_dir(tmp_path / "b", 0)
+    write_op(leaf, "Mul", "on_stream_0", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_op(leaf, "Add", "on_stream_5", 3, 5, T0 + 2, [CLEAN], [CLEAN], "binary")
+    write_opdebug(leaf, new_record(3, 0xFFFFFFFFFFFFFFFF, 0x20), T0 + 3, "binary")   # file name: stream 0
+    [ov] = analyse(tmp_path / "b").overflows
+    assert ov.matched and ov.op_name == "on_stream_0"
+    write_opdebug(leaf, new_record(3, 5, 0x20), T0 + 4, "binary")
+    assert [o.op_name for o in analyse(tmp_path / "b").overflows] == ["on_stream_0", "on_stream_5"]
+
+
+def test_an_op_dump_that_cannot_be_opened_leaves_the_overflow_reported(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    (leaf / f"Mul.mul1.3.0.{T0 + 1}").symlink_to(tmp_path / "gone")
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["total"] == 1 and doc["overflows"][0]["op_name"] == "mul1"
+    assert "No such file or directory" in doc["overflows"][0]["diagnosis"] or doc["problems"]
+
+
+def test_scan_never_reads_opdebug_records_as_no_overflow(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path / "only", 0)
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    assert main(["overflow", str(tmp_path / "only"), "--scan"]) == 2
+    assert "no op dumps to scan" in capsys.readouterr().err
+    leaf = leaf_dir(tmp_path / "clean", 0)
+    write_op(leaf, "Mul", "mul1", 3, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    assert main(["overflow", str(tmp_path / "clean"), "--scan"]) == 0
+    assert "run without --scan to read them" in capsys.readouterr().err   # (notes go to stderr)
+
+
+def test_only_the_latest_run_of_a_dump_path_is_read(tmp_path, capsys):
+    for run, name, ts in (("20240101000000", "oldrun_mul", T0 + 1), ("20240102000000", "newrun_add", T0 + 10)):
+        leaf = tmp_path / run / "0" / "ge_default" / "1" / "0"
+        leaf.mkdir(parents=True)
+        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [SATURATED], "binary")
+        write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [o["op_name"] for o in doc["overflows"]] == ["newrun_add"]
+    assert any("only the latest, 20240102000000, is read" in n for n in doc["notes"])
+
+
+def test_a_version_1_record_reports_its_non_zero_status_word(tmp_path, capsys):
+    record = struct.pack("<IIIIII", MAGIC, 1, 1, 0, 0, 112) + struct.pack(
+        "<14Q", 1, 0, 3, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0x1234, 0x5678, 0, 0, 0, 0x20, 0, 0)
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Mul", "m", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, record, T0 + 2, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    [ov] = json.loads(capsys.readouterr().out)["overflows"]
+    assert ov["status"] == 0x20 and ov["status_words"] == [0, 0x20, 0, 0]
+
+
+def test_an_op_in_a_train_and_an_eval_graph_takes_the_rules_of_its_dumps_model(tmp_path):
+    from google.protobuf import text_format
+
+    from fusebisect.proto import ge_ir_pb2 as ge
+
+    graphs = tmp_path / "graphs"
+    graphs.mkdir()
+    for idx, (gname, rule) in enumerate((("train_graph", "TrainMatMulPass"), ("eval_graph", "EvalMatMulPass"))):
+        model = ge.ModelDef(name="m")
+        op = model.graph.add(name=gname).op.add(name="fc1_MatMul", type="MatMulV2", id=1)
+        op.attr["pass_name"].list.s.extend([rule.encode()])
+        (graphs / f"ge_proto_0000000{idx}_graph_{idx + 1}_Build.txt").write_text(text_format.MessageToString(model))
+    leaf = tmp_path / "dump" / "20240101000000" / "0" / "eval_graph" / "2" / "0"
+    leaf.mkdir(parents=True)
+    write_op(leaf, "MatMulV2", "fc1_MatMul", 3, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    report = analyse(tmp_path / "dump", graph=graphs)
+    assert report.overflows[0].pass_names == ["EvalMatMulPass"] and not report.notes

@@ -64,7 +64,8 @@ def _render(report) -> None:
         else:
             words = ov.status_words if len(ov.status_words) > 1 else (ov.status,)   # version 1: four words
             status = ",".join(f"0x{w:x}" for w in words) + (f" ({ov.status})" if len(words) == 1 else "")
-            body.add_row(Text(f"[{ov.unit}][Status:{status}][TaskId:{ov.task_id}]"
+            body.add_row(Text(f"[{ov.unit}][Status:{status}]"
+                              f"[TaskId:{'invalid' if ov.task_id in INVALID_IDS else ov.task_id}]"
                               f"[StreamId:{'invalid' if ov.stream_id in INVALID_IDS else ov.stream_id}]"
                               + (f"[ContextId:{ov.context_id}]" if ov.context_id is not None else "")
                               + (f"[ThreadId:{ov.thread_id}]" if ov.thread_id is not None else ""), style="bold"))

@@ -111,8 +111,9 @@ class OverflowRecord:
 
     @property
     def status(self) -> int:
-        """The primary status word (word 0)."""
-        return self.status_words[0] if self.status_words else 0
+        """The status: its one word, or for the four words of a version-1 record the first non-zero one (0 when
+        all are zero)."""
+        return next((w for w in self.status_words if w), 0)
 
     @property
     def overflow(self) -> bool:
@@ -532,24 +533,37 @@ def _name_id(entry, attr: str) -> int | None:
     return None if value is None or value in INVALID_IDS else int(value)
 
 
-def _stream(entry) -> int:
-    return 0 if entry.stream_id is None else int(entry.stream_id)
+def _stream(entry) -> int | None:
+    """The stream id in a dump file name; None when the runtime left it out (or it is all ones)."""
+    return None if entry.stream_id is None or int(entry.stream_id) in INVALID_IDS else int(entry.stream_id)
 
 
 class _GraphIndex:
-    """Look up graph ops by the (mangled) op name found in dump file names."""
+    """Look up graph ops by the op name found in dump file names (exact, else as a dump file spells it).
+
+    Several graphs (a train and an eval graph) may hold an op of that name: the one of the graph the dump's
+    model directory names is taken; when that does not decide and the candidates differ in their fusion rules,
+    ``ambiguous`` records the name."""
 
     def __init__(self, graph) -> None:
         self.graph = graph
-        self.by_mangled: dict[str, Any] = {}
+        self.by_name: dict[str, list] = {}
+        self.by_mangled: dict[str, list] = {}
+        self.ambiguous: set[str] = set()
         if graph is not None:
             for op in graph.ops:
-                self.by_mangled.setdefault(dump_file_spelling(op.name), op)
+                self.by_name.setdefault(op.name, []).append(op)
+                self.by_mangled.setdefault(dump_file_spelling(op.name), []).append(op)
 
-    def op(self, name: str):
+    def op(self, name: str, model: str | None = None):
         if self.graph is None:
             return None
-        return self.graph.op(name) or self.by_mangled.get(dump_file_spelling(name))
+        cands = self.by_name.get(name) or self.by_mangled.get(dump_file_spelling(name)) or []
+        if len(cands) > 1 and model:
+            cands = [op for op in cands if op.graph == model] or cands
+        if len({(tuple(op.pass_names), op.ub_pass_name) for op in cands}) > 1:
+            self.ambiguous.add(name)
+        return cands[0] if cands else None
 
 
 def _tensor_stats(rec, kind: str) -> TensorStats:
@@ -573,23 +587,24 @@ def _tensor_stats(rec, kind: str) -> TensorStats:
     return tensor_stats(arr, kind=kind, index=rec.index, dtype=dtype, format=fmt)
 
 
-def _op_details(dump_path: Path, op_name: str,
-                gindex: _GraphIndex) -> tuple[list, list, str | None, list, list, list]:
+def _op_details(dump_path: Path, op_name: str, gindex: _GraphIndex,
+                model: str | None = None) -> tuple[list, list, str | None, list, list, list]:
     """(inputs, outputs, graph op type, pass names, the graph's original ops, the outputs' origins) for one op
-    dump; raises DumpFormatError."""
+    dump (``model``: the model directory it sits in, which picks the graph); raises DumpFormatError, OSError."""
     from fusebisect.compare.dumpfile import read_dump
 
     dump = read_dump(dump_path)
     inputs = [_tensor_stats(t, "input") for t in dump.inputs]
     outputs = [_tensor_stats(t, "output") for t in dump.outputs]
-    gtype, passes, originals = _graph_facts(gindex, dump.op_name or op_name, op_name)
+    gtype, passes, originals = _graph_facts(gindex, model, dump.op_name or op_name, op_name)
     origins = list(dict.fromkeys(t.original_op[0] for t in dump.outputs if t.original_op and t.original_op[0]))
     return inputs, outputs, gtype, passes, originals, origins
 
 
-def _graph_facts(gindex: _GraphIndex, *names: str) -> tuple[str | None, list, list]:
-    """(type, fusion passes, original ops) of the first of ``names`` the graph has, else (None, [], [])."""
-    op = next((o for o in map(gindex.op, names) if o is not None), None)
+def _graph_facts(gindex: _GraphIndex, model: str | None, *names: str) -> tuple[str | None, list, list]:
+    """(type, fusion passes, original ops) of the first of ``names`` the graph has (in graph ``model`` when
+    several graphs hold it), else (None, [], [])."""
+    op = next((o for o in (gindex.op(n, model) for n in names) if o is not None), None)
     if op is None:
         return None, [], []
     return op.type, op.fusion_passes, list(op.original_op_names)
@@ -607,8 +622,15 @@ def _load_graph(graph):
     return load_graph(graph)
 
 
-def _match(rec: OverflowRecord, candidates: list, debug_ts: int):
-    """The op dump of ``candidates`` (same iteration, same task/stream) this record points at, or None."""
+def _match(rec: OverflowRecord, candidates: list, debug_ts: int, debug_stream: int | None = None):
+    """The op dump of ``candidates`` (same iteration and task id) this record points at, or None.
+
+    The stream must agree where both the record and the dump name carry one; a record's stream id of all ones
+    (not set) is read from the Opdebug file's own name (``debug_stream``), as precision_tool does; a dump name
+    without a stream id (some runtimes) matches on the task id."""
+    stream = rec.stream_id if rec.stream_id not in INVALID_IDS else debug_stream
+    if stream is not None:
+        candidates = [e for e in candidates if _stream(e) in (None, stream)]
     pool = [e for e in candidates
             if (rec.context_id is None or _name_id(e, "context_id") in (None, rec.context_id))
             and (rec.thread_id is None or _name_id(e, "thread_id") in (None, rec.thread_id))]
@@ -647,9 +669,33 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         what = f" ({len(tree.bad)} files whose names are not dump file names)" if tree.bad else ""
         raise DumpFormatError(f"no dump files here{what} (neither Opdebug records nor op dumps): give the dump "
                               "directory of a run", path=root)
+    notes = _latest_run_only(tree, root)
     if scan:
-        return _scan(root, tree, gindex, limit)
+        report = _scan(root, tree, gindex, limit)
+    else:
+        report = _opdebug(root, tree, gindex, limit)
+    report.notes[:0] = notes
+    if gindex.ambiguous:
+        names = sorted(gindex.ambiguous)
+        report.notes.append(f"{len(names)} op name(s) are in several graphs with different fusion rules (e.g. "
+                            f"{names[0]}): the graph named like the dump's model directory was used where one is; "
+                            f"give --graph the one graph to be sure")
+    return report
 
+
+def _latest_run_only(tree, root: Path) -> list[str]:
+    """Keep the latest run of a dump_path that holds several (one timestamp directory per run), as compare
+    does: ops of two runs are not one execution order. Returns the note saying so."""
+    runs = {e.run for e in tree.entries if e.run is not None}
+    if len(runs) < 2:
+        return []
+    last = max(runs, key=lambda r: (len(r), r))
+    tree.entries = [e for e in tree.entries if e.run is None or e.run == last]
+    return [f"{len(runs)} runs (timestamp directories) under {root}: only the latest, {last}, is read (give an "
+            f"earlier run's directory to read that one)"]
+
+
+def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
     report = OverflowReport(dump_dir=root, mode="opdebug", overflows=[], total=0, limit=limit)
     for p, msg in tree.bad:
         if Path(p).name.startswith("Opdebug"):
@@ -661,10 +707,10 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                             f"(use --scan to look for NaN/Inf/65504 in ordinary dumps)")
         return report
 
-    index: dict[tuple, dict[tuple[int, int], list]] = {}
+    index: dict[tuple, dict[int, list]] = {}
     for e in tree.entries:
         if not _is_debug(e):
-            index.setdefault(_leaf_dir(e), {}).setdefault((int(e.task_id), _stream(e)), []).append(e)
+            index.setdefault(_leaf_dir(e), {}).setdefault(int(e.task_id), []).append(e)
 
     from fusebisect.compare.dumpfile import read_dump
 
@@ -697,8 +743,8 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                 if not rec.overflow:
                     continue
                 any_overflow = True
-                cands = index.get(_leaf_dir(dbg), {}).get((rec.task_id, rec.stream_id), [])
-                op = _match(rec, cands, dbg.timestamp)
+                cands = index.get(_leaf_dir(dbg), {}).get(rec.task_id, [])
+                op = _match(rec, cands, dbg.timestamp, _stream(dbg))
                 ts = op.timestamp if op is not None else dbg.timestamp
                 found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
         if len(failures) == len(dump.outputs):   # not one record decoded: this file tells nothing
@@ -726,12 +772,12 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
     if op is not None:
         try:
             (ov.inputs, ov.outputs, gtype, ov.pass_names, ov.original_ops,
-             ov.output_origins) = _op_details(op.path, op.op_name, gindex)
-        except FusebisectError as exc:
-            unreadable = getattr(exc, "reason", None) or str(exc)
+             ov.output_origins) = _op_details(op.path, op.op_name, gindex, op.model_name)
+        except (FusebisectError, OSError) as exc:
+            unreadable = _reason(exc)
             report.problems.append((op.path, f"unreadable op dump: {unreadable}"))
             # the graph still names the op's fusion rules
-            gtype, ov.pass_names, ov.original_ops = _graph_facts(gindex, op.op_name)
+            gtype, ov.pass_names, ov.original_ops = _graph_facts(gindex, op.model_name, op.op_name)
         if gtype:
             ov.op_type = gtype
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
@@ -742,7 +788,14 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
 
 
 def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
+    debug = sum(1 for e in tree.entries if _is_debug(e))
+    if debug == len(tree.entries) and not tree.bad:
+        raise DumpFormatError(f"no op dumps to scan, only {debug} Opdebug file(s): read their overflow records "
+                              "without --scan", path=root)
     report = OverflowReport(dump_dir=root, mode="scan", overflows=[], total=0, limit=limit)
+    if debug:
+        report.notes.append(f"{debug} Opdebug file(s) here hold overflow records, which --scan does not read: run "
+                            "without --scan to read them")
     for p, msg in tree.bad:     # a file that cannot be read may hold the abnormal values: never "none found"
         report.scanned += 1
         report.add_unreadable(Path(p), msg)
@@ -751,9 +804,10 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
             continue
         report.scanned += 1
         try:
-            inputs, outputs, gtype, passes, originals, origins = _op_details(e.path, e.op_name, gindex)
-        except FusebisectError as exc:
-            report.add_unreadable(e.path, str(getattr(exc, "reason", exc)), prefix="unreadable op dump: ")
+            inputs, outputs, gtype, passes, originals, origins = _op_details(e.path, e.op_name, gindex,
+                                                                             e.model_name)
+        except (FusebisectError, OSError) as exc:
+            report.add_unreadable(e.path, _reason(exc), prefix="unreadable op dump: ")
             continue
         bad = [s for s in inputs + outputs if s.abnormal]
         if not bad:
