@@ -104,6 +104,17 @@ def test_dumps_oracle_and_prior(capsys, tmp_path):
     assert dumps and dumps[0]["first_divergence"] and dumps[0]["rows"]
 
 
+def test_a_first_divergence_no_switch_can_reach_is_not_blamed_on_the_culprit_found(capsys, tmp_path):
+    """The fault is in a pass that cannot be switched off (AReduceMeanFusionPass): every run, the reference too,
+    has it. Under --dumps the first divergent op names it; the switchable rule the search lands on only changes
+    how the fault shows, so the answer is not 'found'."""
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "AReduceMeanFusionPass", "--dump-step", "0")
+    assert rc == 1 and j["status"] == "inconclusive", err
+    assert "fused only by AReduceMeanFusionPass, which no run switched off" in j["message"]
+    assert j["switch_file"] and (tmp_path / "w" / "fusion_switch.cfg").exists()
+
+
 def test_metric_with_dump_prior_needs_few_runs(capsys, tmp_path):
     rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
                       *SIM, "--faulty", "MatMulBiasAddFusionPass", "--dump-step", "0")

@@ -959,7 +959,7 @@ class Session:
         summary = oracles.summarize_dumps(report)
         names = oracles.divergence_pass_names(report.first_divergence, report)
         rules = [n for n in names if n in set(self.candidates)]
-        self.dumps_event = {"event": "dumps", **summary, "prior": rules}
+        self.dumps_event = {"event": "dumps", **summary, "prior": rules, "divergence_rules": names}
         self.journal.append(self.dumps_event)
         if rules:
             op = (report.first_divergence or {}).get("op") or (report.first_divergence or {}).get("my_op")
@@ -1070,7 +1070,16 @@ class Session:
                                                        verify.outcome == GOOD else ".")))
             stuck = self._switch_ignored()
             stuck += [r for r in self._fused_with_excluded(result) if r not in stuck]
-            if result.status == "found" and stuck and self._relative_only():
+            outside = self._divergence_outside()
+            if result.status == "found" and outside is not None and self._relative_only():
+                op, rules = outside
+                result = dataclasses.replace(result, status="inconclusive", message=(
+                    f"{result.message} But the first divergence in the dumps, {op}, was fused only by "
+                    f"{_short(rules)}, which no run switched off (not a candidate: it cannot be switched off, or the "
+                    f"job ignores its switch): the fault is likelier there, in the reference run too, and the "
+                    f"culprits found only change how it shows. The switch file turns them off; say what a good run "
+                    f"is (--expect VALUE or --check CMD) to tell."))
+            elif result.status == "found" and stuck and self._relative_only():
                 # every run had those rules on, the reference too: GOOD only means "like that reference"
                 result = dataclasses.replace(result, message=(
                     f"{result.message} Caution: {_short(stuck)} stayed on in every run, the reference included "
@@ -1199,6 +1208,17 @@ class Session:
         self.notes.append("the production switch file turns off the culprits found so far: a partial fix, "
                           + ("not sufficient (the job is still bad with it)" if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
+
+    def _divergence_outside(self) -> tuple[str, list[str]] | None:
+        """(op, its rules) when the first divergence of the baseline's dumps is an op fused only by rules that are
+        not candidates (cannot be switched off, or the job ignores their switch): every run, the reference
+        included, had that op fused. None otherwise (or without dumps)."""
+        event = self.dumps_event or {}
+        names = list(event.get("divergence_rules") or [])
+        if not names or set(names) & set(self.candidates):
+            return None
+        first = event.get("first_divergence") or {}
+        return str(first.get("op") or first.get("my_op") or "?"), names
 
     def _fused_with_excluded(self, result) -> list[str]:
         """Excluded rules (forbidden-close, switch ignored) that fused the same ops as a culprit in the baseline's
