@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 from pathlib import Path
 
 import numpy as np
@@ -132,10 +133,43 @@ def test_agrees_with_msaccucmp_converters(msaccucmp_converters):
 
 
 @pytest.mark.msaccucmp
-def test_grouped_fractal_z_matches_msaccucmp_hwcn_builder(msaccucmp_converters):
-    groups, cout_g, cin, h, w = 3, 5, 4, 2, 2
+@pytest.mark.parametrize("groups,cout_g,cin", [(3, 5, 4), (4, 2, 8), (4, 8, 4), (8, 4, 2)])
+def test_grouped_fractal_z_matches_msaccucmp_hwcn_builder(msaccucmp_converters, groups, cout_g, cin):
+    # (4, 2, 8) and the others: lcm(lcm(Cin, C0)/Cin, lcm(Cout_g, 16)/Cout_g) is not the smaller of the two
+    h, w = 2, 3
     hwcn = _arr((h, w, cin, groups * cout_g), seed=3)
     theirs = msaccucmp_converters("HWCN_to_FRACTAL_Z")(list(hwcn.shape), None, hwcn, groups)
     ours = from_original(hwcn, "FRACTAL_Z", source="HWCN", sub_format=groups)
     np.testing.assert_array_equal(ours, theirs)
     np.testing.assert_array_equal(to_original(theirs, 4, hwcn.shape, target="HWCN", sub_format=groups), hwcn)
+
+
+def _ge_hwcn_to_fz_groups(hwcn: np.ndarray, groups: int, cube_k: int = 16) -> np.ndarray:
+    """GE's TransFormatHwcnToFzWithGroups, element by element (graph/.../format_transfer_fractal_z.cc)."""
+    h_dim, w_dim, c_dim, n_dim = hwcn.shape
+    cin, cout = c_dim, n_dim // groups
+    e_mult = min(math.lcm(math.lcm(cin, cube_k) // cin, math.lcm(cout, 16) // cout), groups)
+    cin_opt = -(-e_mult * cin // cube_k) * cube_k
+    cout_opt = -(-e_mult * cout // 16) * 16
+    c1_dim, g_dim = cin_opt // cube_k, -(-groups // e_mult)
+    dst = np.zeros(g_dim * c1_dim * h_dim * w_dim * cout_opt * cube_k, hwcn.dtype)
+    for g in range(groups):
+        for c in range(c_dim):
+            for hh in range(h_dim):
+                for ww in range(w_dim):
+                    for n in range(cout):
+                        e_val = g % e_mult
+                        dst_ci, dst_co = e_val * cin + c, e_val * cout + n
+                        dst[(g // e_mult) * c1_dim * h_dim * w_dim * cout_opt * cube_k
+                            + (dst_ci // cube_k) * h_dim * w_dim * cout_opt * cube_k
+                            + hh * w_dim * cout_opt * cube_k + ww * cout_opt * cube_k
+                            + dst_co * cube_k + dst_ci % cube_k] = hwcn[hh, ww, c, g * cout + n]
+    return dst.reshape(g_dim * c1_dim * h_dim * w_dim, cout_opt // 16, 16, cube_k)
+
+
+@pytest.mark.parametrize("groups,cout_g,cin", [(3, 5, 4), (4, 2, 8), (4, 8, 4), (8, 4, 2), (2, 16, 3)])
+def test_grouped_fractal_z_is_ges_layout(groups, cout_g, cin):
+    hwcn = _arr((2, 3, cin, groups * cout_g), seed=5)
+    ge = _ge_hwcn_to_fz_groups(hwcn, groups)
+    np.testing.assert_array_equal(from_original(hwcn, "FRACTAL_Z", source="HWCN", sub_format=groups), ge)
+    np.testing.assert_array_equal(to_original(ge, 4, hwcn.shape, target="HWCN", sub_format=groups), hwcn)

@@ -4,7 +4,7 @@
 layout (zero padded) from an original tensor. ``original_shape`` is always given in the layout named by
 ``target`` (the default target of each format is in :data:`DEFAULT_TARGET`). Group convolution weights
 (FRACTAL_Z with ``sub_format`` = groups >= 2) follow GE's grouped layout: ``e`` groups share one fractal group,
-``e = min(lcm(Cin, C0)/Cin, lcm(Cout_g, 16)/Cout_g, groups)``.
+``e = min(lcm(lcm(Cin, C0)/Cin, lcm(Cout_g, 16)/Cout_g), groups)`` (GE's ``TransShapeToFzWithGroups``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _check_dims(array: np.ndarray, ndim: int, fmt: str) -> None:
 
 def _group_params(cin: int, cout_g: int, groups: int, c0: int) -> tuple[int, int, int, int]:
     """(e_mult, cin_opt, cout_opt, g_opt) of GE's grouped FRACTAL_Z."""
-    e_mult = min(math.lcm(cin, c0) // cin, math.lcm(cout_g, CUBE) // cout_g, groups)
+    e_mult = min(math.lcm(math.lcm(cin, c0) // cin, math.lcm(cout_g, CUBE) // cout_g), groups)
     return e_mult, _ceil(e_mult * cin, c0) * c0, _ceil(e_mult * cout_g, CUBE) * CUBE, _ceil(groups, e_mult)
 
 
