@@ -292,3 +292,23 @@ def test_dump_convert_hashes_over_long_names_like_msaccucmp(msaccucmp, tmp_path,
     for f in files:
         if f.endswith(".npy"):
             np.testing.assert_array_equal(np.load(ours / f), np.load(theirs / f))
+
+
+def test_a_header_without_content_is_not_a_dump(tmp_path, capsys):
+    """Eight zero bytes parse as an empty DumpData header: that is no op with no tensors, but not a dump (a
+    comparison must count it unreadable, not compare nothing and pass)."""
+    path = tmp_path / "Add.add1.1.0.5"
+    path.write_bytes(bytes(8))
+    rc, out, err = _run(capsys, "inspect", "dump", str(path))
+    assert rc == 2 and out == "" and "header holds no op name, version or tensor" in err
+
+
+def test_an_empty_original_shape_is_as_if_absent(tmp_path, capsys):
+    stored = from_original(np.arange(15, dtype=np.float32).reshape(3, 5), "FRACTAL_NZ")
+    (tmp_path / "in").mkdir()
+    path = write_dump(tmp_path / "in" / "MatMul.mm.1.0.5", op_name="mm", inputs=[],
+                      outputs=[TensorSpec(stored, format=29, original_shape=())])
+    rc, out, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "npy"), "--format", "ORIGINAL")
+    assert rc == 0, err
+    [npy] = (tmp_path / "npy").glob("*.npy")
+    assert np.load(npy).size == stored.size   # the padding kept: nothing says what the original is

@@ -253,9 +253,13 @@ def read_dump(path: str | os.PathLike[str]) -> DumpFile:
                 except Exception as exc:  # protobuf raises DecodeError or RuntimeError on garbage
                     binary_reason = f"header is not a DumpData message ({_short(exc)})"
                 else:
-                    if not _has_inline_data(msg):
+                    if not (msg.op_name or msg.version or len(msg.input) or len(msg.output)):
+                        # zero bytes, or garbage protobuf happens to accept: no op, no tensor
+                        binary_reason = "header holds no op name, version or tensor"
+                    elif not _has_inline_data(msg):
                         return _binary(path, msg, header_len, size, whole)
-                    binary_reason = "header carries tensor data"
+                    else:
+                        binary_reason = "header carries tensor data"
             else:
                 binary_reason = f"header length {header_len} runs past the end of the file ({size} bytes)"
         else:

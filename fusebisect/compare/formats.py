@@ -83,6 +83,8 @@ def to_original(array: np.ndarray, fmt: int | str, original_shape, *, target: st
             return out
         if name not in DEFAULT_TARGET:
             raise DumpFormatError(f"format {name} cannot be converted to an original layout")
+        if orig == ():   # an original_shape field present but empty says nothing: as if absent
+            orig = None
         tgt = (target or DEFAULT_TARGET[name]).upper()
         if tgt == "ND":  # "whatever the original shape says": the format's natural layout, reshaped
             tgt = DEFAULT_TARGET[name]
