@@ -86,6 +86,11 @@ def test_html_report_content(demo_dumps):
     assert "first divergence" in html
     assert "Production fusion_switch.cfg" in html and '&quot;GeluFusionPass&quot;: &quot;off&quot;' in html
     assert "# good" in html and "# bad" in html
+    # the rules kept out of the search (fired, but no switch file closes them) are in both reports
+    excluded = json.loads((demo_dumps / "result.json").read_text())["excluded"]
+    assert excluded and "Rules kept out of the search" in html
+    md = (demo_dumps / "report.md").read_text()
+    assert all(f"- {e['rule']}: {e['reason']}" in md for e in excluded)
     # self-contained: no external URL anywhere, no scripts
     assert not re.search(r"https?://", html)
     assert "<script" not in html and "<link" not in html

@@ -132,6 +132,9 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     body.append(f"<p class=\"muted\">{esc(' · '.join(execution_facts(view)))}</p>")
     if result.get("notes"):
         body.append(section("Notes", "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in result["notes"]) + "</ul>"))
+    if view.excluded:
+        body.append(section("Rules kept out of the search", "<ul>" + "".join(
+            f"<li>{esc(e.get('rule'))}: {esc(e.get('reason') or 'excluded')}</li>" for e in view.excluded) + "</ul>"))
 
     series = {}
     for role, label in (("baseline", "baseline (all rules at default)"), ("reference", "reference (candidates off)"),

@@ -35,6 +35,9 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     lines.append("")
     if result.get("notes"):
         lines += ["## Notes", "", *(f"- {n}" for n in result["notes"]), ""]
+    if view.excluded:
+        lines += ["## Rules kept out of the search", "",
+                  *(f"- {e.get('rule')}: {e.get('reason') or 'excluded'}" for e in view.excluded), ""]
     if culprits:
         lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
                   "|---|---|---|---|---|---|"]
