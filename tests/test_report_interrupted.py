@@ -69,3 +69,12 @@ def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys, m
     assert "not counted: run 4, started but not judged (interrupted); output in " in out
     assert main(["report", str(work), "--markdown", str(tmp_path / "r.md")]) == 0
     assert "not counted: run 4, started but not judged (interrupted)" in (tmp_path / "r.md").read_text()
+
+
+def test_report_of_a_run_stopped_before_its_first_execution_ended(tmp_path, capsys):
+    (tmp_path / "w" / "trials" / "0001-baseline").mkdir(parents=True)
+    assert main(["report", str(tmp_path / "w")]) == 2
+    assert "stopped before its first execution ended" in capsys.readouterr().err
+    (tmp_path / "other").mkdir()
+    assert main(["report", str(tmp_path / "other")]) == 2
+    assert "not the workdir of a fusebisect run" in capsys.readouterr().err

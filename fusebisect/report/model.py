@@ -119,6 +119,9 @@ def load_run_view(workdir: str | Path) -> RunView:
     journal = Journal(workdir / JOURNAL_NAME)
     records = journal.load()
     if not records:
+        if (workdir / "trials").is_dir():   # the runner made its dirs, and was stopped before it journaled a run
+            raise FusebisectError(f"no {JOURNAL_NAME} yet: the run was stopped before its first execution ended, "
+                                  "so there is nothing to report; rerun the same command", path=workdir)
         raise FusebisectError(f"no {JOURNAL_NAME} here: not the workdir of a fusebisect run", path=workdir)
     from fusebisect.runner.result import unjudged_runs
 
