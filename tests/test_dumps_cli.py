@@ -30,7 +30,7 @@ def test_inspect_dump_json(tmp_path, capsys):
     assert (doc["op_name"], doc["encoding"]) == ("add1", "binary")
     assert doc["inputs"] == [{"index": 0, "dtype": "float16", "format": "ND", "shape": [2, 2],
                               "original_shape": [2, 2], "size": 8, "min": -2.0, "max": 1.0, "mean": -0.5,
-                              "nan": 1, "inf": 1, "stats_of": "stored"}]
+                              "nan": 1, "inf": 1, "stats_of": "stored", "error": None}]
     out0 = doc["outputs"][0]
     assert (out0["format"], out0["original_shape"], out0["min"], out0["max"], out0["mean"], out0["stats_of"]) == \
         ("FRACTAL_NZ", None, 0, 5, 2.5, "stored")
@@ -66,11 +66,26 @@ def test_inspect_bad_file_one_line_exit_2(tmp_path, capsys, content):
     assert len(err.strip().splitlines()) == 1 and str(path) in err and "Traceback" not in err
 
 
-def test_inspect_unsupported_dtype_exit_2(tmp_path, capsys):
-    path = write_dump(tmp_path / "Add.add1.1.0.5", op_name="a", inputs=[],
+def test_a_tensor_of_a_dtype_without_a_decoder_leaves_the_others_shown_and_converted(tmp_path, capsys):
+    """An MX matmul's float8_e8m0 scale (or a float6 tensor) cannot be decoded: the file's other tensors are
+    still inspected and converted, the one that cannot be is named with the reason, as msaccucmp's convert does."""
+    (tmp_path / "in").mkdir()
+    x = np.arange(6, dtype=np.float32)
+    path = write_dump(tmp_path / "in" / "Add.add1.1.0.5", op_name="a", inputs=[TensorSpec(x)],
+                      outputs=[TensorSpec(np.zeros(2, np.uint8), dtype=37), TensorSpec(x)])
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    rows = json.loads(out)["outputs"]
+    assert rc == 0 and rows[0]["dtype"] == "float6_e3m2" and "unsupported data type" in rows[0]["error"]
+    assert rows[0]["max"] is None and rows[1]["max"] == 5.0 and rows[1]["error"] is None
+    rc, out, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "npy"), "--json")
+    doc = json.loads(out)
+    assert rc == 0 and [f["tensor"] for f in doc["files"]] == ["input.0", "output.1"]
+    assert [(s["tensor"], s["reason"].startswith("output 0: ")) for s in doc["skipped"]] == [("output.0", True)]
+    assert "output 0: output 0" not in err
+    only = write_dump(tmp_path / "in" / "Add.add2.1.0.6", op_name="b", inputs=[],
                       outputs=[TensorSpec(np.zeros(2, np.uint8), dtype=37)])
-    rc, _, err = _run(capsys, "inspect", "dump", str(path))
-    assert rc == 2 and "float6_e3m2" in err
+    rc, _, err = _run(capsys, "dump", "convert", str(only), "--out", str(tmp_path / "npy2"))
+    assert rc == 2 and "none of the 1 tensors could be converted" in err and "float6_e3m2" in err
 
 
 def test_dump_convert_original_removes_padding(tmp_path, capsys):

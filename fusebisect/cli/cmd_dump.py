@@ -65,11 +65,13 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
+def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | None = None) -> list[dict]:
     """Convert one dump file (tensors as .npy, buffers and workspaces as raw .bin); return one
     {"source","tensor","path","shape","dtype"} per file written.
 
-    Raises DumpFormatError if the dump cannot be read or converted; OSError on write failure.
+    A tensor that cannot be decoded or converted (an E8M0 scale, a FRACTAL_Z_3D weight) is appended to
+    ``skipped`` as {"path","tensor","reason"} and the others are still written, as msaccucmp's convert does;
+    without ``skipped`` it raises. Raises DumpFormatError if the dump cannot be read; OSError on write failure.
     """
     from fusebisect.compare.dumpfile import read_dump
     from fusebisect.fsutil import atomic_write_bytes
@@ -88,7 +90,11 @@ def convert_file(path: Path, out: Path, fmt: str | None) -> list[dict]:
                 arr = arr.reshape(shape)
             arrays.append((rec, arr))
         except DumpFormatError as exc:
-            raise DumpFormatError(f"{rec.kind} {rec.index}: {exc.reason}", path=path) from None
+            where = f"{rec.kind} {rec.index}"
+            reason = exc.reason if exc.reason.startswith(where + ":") else f"{where}: {exc.reason}"
+            if skipped is None:
+                raise DumpFormatError(reason, path=path) from None
+            skipped.append({"path": str(path), "tensor": f"{rec.kind}.{rec.index}", "reason": reason})
     written = []
     for rec, arr in arrays:
         # with a target format msaccucmp's convert puts the converted shape in the name: NAME.output.0.2x3x5x7.npy
@@ -180,7 +186,7 @@ def register(app: typer.Typer) -> None:
         refuse_inside_inputs(out, "--out", [path.parent if path.is_file() else path], new_file_ok=False)
         files, bad = [], []
         if path.is_file():
-            files = convert_file(path, out, fmt)
+            files = convert_file(path, out, fmt, bad)
         else:
             tree = scan_dumps(path)
             bad = [{"path": str(p), "reason": r} for p, r in tree.bad]
@@ -195,15 +201,22 @@ def register(app: typer.Typer) -> None:
             for entry in tree.entries:
                 try:
                     files += convert_file(entry.path, out / entry.path.parent.relative_to(path) if mirror else out,
-                                          fmt)
+                                          fmt, bad)
                 except DumpFormatError as exc:
                     bad.append({"path": str(entry.path), "reason": exc.reason})
                     common.log(f"skipped {entry.path}: {exc.reason}")
+        for item in bad:
+            if "tensor" in item:
+                common.log(f"skipped {item['path']} {item['reason']}")
         if json_out:
             common.print_json({"out": str(out), "files": files, "skipped": bad})
         else:
+            whole = sum("tensor" not in item for item in bad)
+            parts = [f"{whole} files (unreadable or not convertible)"] if whole else []
+            parts += [f"{len(bad) - whole} tensors (not convertible)"] if len(bad) > whole else []
             common.out().print(f"wrote {len(files)} .npy files to {out}"
-                               + (f"; skipped {len(bad)} files (unreadable or not convertible)" if bad else ""))
+                               + (f"; skipped {' and '.join(parts)}" if parts else ""))
         if bad and not files:
-            raise DumpFormatError(f"none of the {len(bad)} dump files could be converted (first: {bad[0]['path']}: "
+            what = "dump files" if path.is_dir() else "tensors"
+            raise DumpFormatError(f"none of the {len(bad)} {what} could be converted (first: {bad[0]['path']}: "
                                   f"{bad[0]['reason']})", path=path)

@@ -39,10 +39,19 @@ def describe(path: Path) -> dict:
     dump = read_dump(path)
 
     def one(rec) -> dict:
-        row = {"index": rec.index, "dtype": rec.dtype_name, "format": rec.format_name, "shape": list(rec.shape),
+        try:
+            dtype = rec.dtype_name
+        except DumpFormatError:   # an enum value the dtype table does not know
+            dtype = f"dtype {rec.dtype}"
+        row = {"index": rec.index, "dtype": dtype, "format": rec.format_name, "shape": list(rec.shape),
                "original_shape": list(rec.original_shape) if rec.original_shape is not None else None,
                "size": rec.size}
-        array, of = rec.array(), "stored"
+        try:
+            array, of = rec.array(), "stored"
+        except DumpFormatError as exc:   # one tensor that cannot be decoded (E8M0, FP4) leaves the others shown
+            row.update({"min": None, "max": None, "mean": None, "nan": None, "inf": None, "stats_of": None,
+                        "error": exc.reason})
+            return row
         if rec.format_name not in PLAIN_LAYOUTS and rec.original_shape:
             # The padding of a device layout (zeros) is not data: summarise the original tensor when the
             # dump says what it is. A shape that does not fit leaves the stored tensor (and says so).
@@ -52,6 +61,7 @@ def describe(path: Path) -> dict:
                 pass
         row.update(tensor_stats(array))
         row["stats_of"] = of
+        row["error"] = None
         return row
 
     return {"path": str(dump.path), "op_name": dump.op_name, "encoding": dump.encoding,
@@ -76,6 +86,10 @@ def _render(doc: dict) -> None:
                           str(tuple(orig)) if orig is not None else "-", str(row["size"]),
                           *(fmt_number(row[k]) for k in ("min", "max", "mean", "nan", "inf")))
     console.print(table)
+    for kind in ("inputs", "outputs"):
+        for row in doc[kind]:
+            if row["error"]:
+                console.print(row["error"], markup=False, highlight=False)
     converted = sorted({row["format"] for kind in ("inputs", "outputs") for row in doc[kind]
                         if row["stats_of"] == "original"})
     if converted:
