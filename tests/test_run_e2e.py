@@ -115,6 +115,13 @@ def test_a_first_divergence_no_switch_can_reach_is_not_blamed_on_the_culprit_fou
     assert j["switch_file"] and (tmp_path / "w" / "fusion_switch.cfg").exists()
 
 
+def test_not_fusion_names_the_fired_rules_no_switch_can_close(capsys, tmp_path):
+    rc, j, err = _run(capsys, "--check", f"{sys.executable} -m fusebisect.sim check", "--workdir",
+                      str(tmp_path / "w"), "--", *SIM, "--faulty", "AReduceSumFusionPass")
+    assert rc == 1 and j["status"] == "not_fusion", err
+    assert "AReduceSumFusionPass fired in the baseline and cannot be switched off" in j["message"]
+
+
 def test_metric_with_dump_prior_needs_few_runs(capsys, tmp_path):
     rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
                       *SIM, "--faulty", "MatMulBiasAddFusionPass", "--dump-step", "0")
