@@ -161,6 +161,19 @@ def test_packed_dtypes_unpack(tmp_path, encoding):
     np.testing.assert_array_equal(dump.outputs[0].array(), nibbles)
 
 
+def test_packed_dtypes_with_an_empty_shape_cover_all_their_bytes(tmp_path):
+    """An empty shape with bytes is 1-D over all of them (msaccucmp): 4 bytes of uint1 are 32 bits, of int4 8
+    nibbles, not one element."""
+    path = write_dump(tmp_path / "Op.op.1.2.3", op_name="op", inputs=[],
+                      outputs=[TensorSpec(np.frombuffer(bytes([0xF0, 0x0F, 0xAA, 0x55]), np.uint8), dtype=D.DT_UINT8)])
+    dump = read_dump(path)
+    for dtype, want in ((D.DT_UINT1, np.unpackbits(np.array([0xF0, 0x0F, 0xAA, 0x55], np.uint8))),
+                        (D.DT_INT4, [0, -1, -1, 0, -6, -6, 5, 5])):
+        rec = dump.outputs[0]
+        rec.dtype, rec.shape = dtype, ()
+        np.testing.assert_array_equal(rec.array(), want)
+
+
 def test_int4_low_nibble_first_sign_extended(tmp_path):
     # byte 0x9F: low nibble 0xF (-1) then high nibble 0x9 (-7); byte 0x07: 7 then 0
     raw = np.frombuffer(bytes([0x9F, 0x07]), np.uint8)

@@ -109,7 +109,7 @@ class TensorRecord:
         """Return the tensor in device layout and shape, decoded on this call (a view where the dtype allows).
 
         bf16/fp8 come back as ml_dtypes arrays, hifloat8 as float32, uint1/int4 unpacked. An empty shape with
-        more than one element's bytes is read as 1-D. Raises DumpFormatError (naming the file, the tensor and
+        more than one element's bytes is read as 1-D over them (uint1: 8 per byte, int4: 2 per byte). Raises DumpFormatError (naming the file, the tensor and
         the reason) for an unsupported dtype or missing bytes.
         """
         where = f"{self.kind} {self.index}"
@@ -117,8 +117,9 @@ class TensorRecord:
             if not _dt.is_supported(self.dtype):
                 raise DumpFormatError(f"unsupported data type {self.dtype_name} ({self.dtype})")
             shape = self.shape
-            if not shape and self.size and self.dtype not in (_dt.DT_UINT1, _dt.DT_INT4):
-                count = self.size // _dt.numpy_dtype(self.dtype).itemsize
+            if not shape and self.size:   # msaccucmp: 1-D over the whole size (packed bits and nibbles too)
+                count = (self.size * 8 if self.dtype == _dt.DT_UINT1 else self.size * 2
+                         if self.dtype == _dt.DT_INT4 else self.size // _dt.numpy_dtype(self.dtype).itemsize)
                 shape = () if count == 1 else (count,)
             return _dt.decode(self.raw(), self.dtype, shape)
         except DumpFormatError as exc:
