@@ -327,3 +327,22 @@ def test_an_empty_original_shape_is_as_if_absent(tmp_path, capsys):
     assert rc == 0, err
     [npy] = (tmp_path / "npy").glob("*.npy")
     assert np.load(npy).size == stored.size   # the padding kept: nothing says what the original is
+
+
+@pytest.mark.parametrize("encoding", ["binary", "protobuf", "nano"])
+def test_an_nhwc_models_device_tensor_goes_back_to_nhwc(tmp_path, capsys, encoding):
+    """A TensorFlow graph's NC1HWC0 output has an NHWC original shape; the dump's original_op.format
+    (_datadump_origin_format) says so, and the conversion follows it."""
+    nhwc = np.random.default_rng(4).standard_normal((2, 4, 5, 3)).astype(np.float32)
+    stored = from_original(nhwc, "NC1HWC0", source="NHWC")
+    (tmp_path / "in").mkdir()
+    path = write_dump(tmp_path / "in" / "Conv2D.conv1.1.0.17", op_name="conv1", inputs=[], encoding=encoding,
+                      outputs=[TensorSpec(stored, format=3, original_shape=(2, 4, 5, 3), original_op=("conv1", 0),
+                                          origin_format="NHWC")])
+    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "npy"), "--format", "ORIGINAL")
+    assert rc == 0, err
+    [npy] = (tmp_path / "npy").glob("*.npy")
+    np.testing.assert_array_equal(np.load(npy), nhwc)
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    [row] = json.loads(out)["outputs"]
+    assert row["stats_of"] == "original" and row["mean"] == pytest.approx(float(nhwc.mean()), rel=1e-5)

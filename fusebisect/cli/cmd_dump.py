@@ -34,7 +34,7 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     """Return record ``rec``'s array converted per ``--format`` (None = device layout). Raises DumpFormatError."""
     import numpy as np
 
-    from fusebisect.compare.formats import DEFAULT_TARGET, PLAIN_LAYOUTS, to_original
+    from fusebisect.compare.formats import DEFAULT_TARGET, PLAIN_LAYOUTS, origin_target, to_original
 
     arr = rec.array()
     if arr.dtype.isbuiltin != 1:
@@ -43,8 +43,8 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
         return arr
     name = rec.format_name
     if name in DEFAULT_TARGET:
-        arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
-        layout = DEFAULT_TARGET[name]
+        layout = origin_target(rec) or DEFAULT_TARGET[name]   # an NHWC graph's NC1HWC0 output goes back to NHWC
+        arr = to_original(arr, rec.format, rec.original_shape, target=layout, sub_format=rec.sub_format)
     elif name not in PLAIN_LAYOUTS:   # a device layout without a conversion: never written as if converted
         raise DumpFormatError(f"format {name} cannot be converted (the device layout is kept only without "
                               "--format)")

@@ -33,7 +33,7 @@ def tensor_stats(array) -> dict:
 def describe(path: Path) -> dict:
     """Return the ``inspect dump`` JSON document for the dump at ``path``. Raises DumpFormatError."""
     from fusebisect.compare.dumpfile import read_dump
-    from fusebisect.compare.formats import PLAIN_LAYOUTS, to_original
+    from fusebisect.compare.formats import PLAIN_LAYOUTS, origin_target, to_original
     from fusebisect.errors import DumpFormatError
 
     dump = read_dump(path)
@@ -56,7 +56,9 @@ def describe(path: Path) -> dict:
             # The padding of a device layout (zeros) is not data: summarise the original tensor when the
             # dump says what it is. A shape that does not fit leaves the stored tensor (and says so).
             try:
-                array, of = to_original(array, rec.format, rec.original_shape, sub_format=rec.sub_format), "original"
+                array = to_original(array, rec.format, rec.original_shape, target=origin_target(rec),
+                                    sub_format=rec.sub_format)
+                of = "original"
             except DumpFormatError:
                 pass
         row.update(tensor_stats(array))

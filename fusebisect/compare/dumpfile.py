@@ -82,6 +82,7 @@ class TensorRecord:
     address: int = 0
     sub_format: int = 0
     original_op: tuple[str, int] | None = None  # outputs: (original op name, output index)
+    origin_format: int | None = None  # outputs: the original op's format (_datadump_origin_format), e.g. NHWC
     # not dataclass fields (so asdict/JSON and equality see only the description): set by _record()
     _raw = None  # Callable[[], np.ndarray] giving the tensor's bytes
     _path = None  # the dump file, for error messages
@@ -130,9 +131,9 @@ class TensorRecord:
 
 
 def _record(kind, index, dtype, fmt, shape, original_shape, size, address=0, sub_format=0, original_op=None,
-            raw=None, path=None) -> TensorRecord:
+            raw=None, path=None, origin_format=None) -> TensorRecord:
     rec = TensorRecord(kind, index, dtype, fmt, tuple(shape), original_shape, size, address, sub_format,
-                       original_op)
+                       original_op, origin_format)
     rec._raw = raw
     rec._path = path
     return rec
@@ -310,7 +311,8 @@ def _records_from_proto(msg, path: Path, sources: Callable[[object], Callable[[]
         orig = (t.original_op.name, int(t.original_op.output_index)) if t.HasField("original_op") else None
         outputs.append(_record("output", i, int(t.data_type), int(t.format), _dims(t.shape),
                                     _dims(t.original_shape) if t.HasField("original_shape") else None,
-                                    sizes(t), int(t.address), int(t.sub_format), orig, sources(t), path))
+                                    sizes(t), int(t.address), int(t.sub_format), orig, sources(t), path,
+                                    int(t.original_op.format) if orig is not None else None))
     for kind, group, out in (("buffer", msg.buffer, buffers), ("space", msg.space, spaces)):
         for i, t in enumerate(group):
             n = sizes(t)
@@ -417,11 +419,11 @@ def _read_nano(path: Path, header: bytes, size: int, whole: bytes | None = None)
                                    nbytes, address, 0, None, raw, path))
         offset += nbytes
     for i, (f, tlv) in enumerate(out_descs):
-        data_type, fmt, _atype, orig_index, _odt, _ofmt, address, _off, nbytes, _ = f
+        data_type, fmt, _atype, orig_index, _odt, ofmt, address, _off, nbytes, _ = f
         orig = (tlv[2], orig_index) if 2 in tlv else None
         raw = _mapped(path, offset, nbytes) if whole is None else _from_bytes(whole, offset, nbytes)
         outputs.append(_record("output", i, _nano_dtype(data_type), fmt, tlv.get(0, ()), tlv.get(1),
-                                    nbytes, address, 0, orig, raw, path))
+                                    nbytes, address, 0, orig, raw, path, ofmt if orig is not None else None))
         offset += nbytes
     op_name, stamp = _name_fields(path)
     return DumpFile(path, "nano", op_name, str(version), stamp, inputs, outputs, [], [])
@@ -515,6 +517,18 @@ class TensorSpec:
     original_op: tuple[str, int] | None = None  # outputs only
     address: int = 0
     sub_format: int = 0
+    origin_format: int | str | None = None  # with original_op: the original op's format (default: the layout
+                                            # the device format converts back to, ND as is)
+
+
+def _origin_format(spec: TensorSpec) -> int:
+    """The format value written as the original op's: given, else the device format's original layout."""
+    if spec.origin_format is not None:
+        return format_value(spec.origin_format)
+    from fusebisect.compare.formats import DEFAULT_TARGET   # (formats imports this module)
+
+    target = DEFAULT_TARGET.get(format_name(format_value(spec.format)))
+    return format_value(target) if target else format_value(spec.format)
 
 
 def _spec(item) -> TensorSpec:
@@ -576,7 +590,7 @@ def dump_bytes(*, op_name: str, inputs: Sequence[TensorSpec], outputs: Sequence[
             t.original_op.name = spec.original_op[0]
             t.original_op.output_index = int(spec.original_op[1])
             t.original_op.data_type = dt
-            t.original_op.format = spec.format
+            t.original_op.format = _origin_format(spec)
         if inline:
             t.data = data
     for data in bufs:
@@ -632,7 +646,7 @@ def _nano_bytes(ins, outs, version: int = 0) -> bytes:
             tl += _tlnv(2, name)
             orig_index = int(spec.original_op[1])
         code = _nano_code(dt)
-        body.append(_NANO_OUT.pack(code, spec.format, 0, orig_index, code, spec.format, spec.address, 0,
+        body.append(_NANO_OUT.pack(code, spec.format, 0, orig_index, code, _origin_format(spec), spec.address, 0,
                                    len(data), len(tl)) + tl)
     out_tlv = b"".join(body)
     header = (struct.pack("<II", NANO_MAGIC, version & 0xFFFFFFFF) + _TL.pack(4, len(in_tlv)) + in_tlv

@@ -60,6 +60,17 @@ def _group_params(cin: int, cout_g: int, groups: int, c0: int) -> tuple[int, int
     return e_mult, _ceil(e_mult * cin, c0) * c0, _ceil(e_mult * cout_g, CUBE) * CUBE, _ceil(groups, e_mult)
 
 
+def origin_target(record) -> str | None:
+    """The layout a dump record's device format converts back to, as its original op's format (the dump's
+    ``original_op.format``, from ``_datadump_origin_format``) names it: 'NHWC' for a TensorFlow NC1HWC0 output.
+    None when absent or not a layout that format converts to (then :data:`DEFAULT_TARGET` applies)."""
+    value = getattr(record, "origin_format", None)
+    if value is None:
+        return None
+    name = format_name(value)
+    return name if name in TARGETS.get(getattr(record, "format_name", ""), ()) else None
+
+
 def to_original(array: np.ndarray, fmt: int | str, original_shape, *, target: str | None = None,
                 sub_format: int = 0) -> np.ndarray:
     """Return ``array`` (device layout ``fmt``) in layout ``target`` with padding removed.

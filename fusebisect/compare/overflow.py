@@ -579,8 +579,9 @@ def _tensor_stats(rec, kind: str) -> TensorStats:
                            error=exc.reason if hasattr(exc, "reason") else str(exc))
     if fmt not in _PASS_THROUGH_FORMATS and rec.original_shape:
         try:
-            from fusebisect.compare.formats import to_original
-            arr = to_original(arr, rec.format, rec.original_shape, sub_format=rec.sub_format)
+            from fusebisect.compare.formats import origin_target, to_original
+            arr = to_original(arr, rec.format, rec.original_shape, target=origin_target(rec),
+                              sub_format=rec.sub_format)
             fmt = f"{fmt}->original"
         except (FusebisectError, ImportError, ValueError, TypeError):
             pass  # summarise the device layout as it is
