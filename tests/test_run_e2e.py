@@ -270,6 +270,15 @@ def test_a_reverse_culprit_found_within_the_budget_is_found(capsys, tmp_path):
     assert j["executions"] == 5 and j["verify"] is None
 
 
+def test_reports_show_the_rule_a_run_forced_on(capsys, tmp_path):
+    # bad while GeluFusionPass is off: its production check keeps it on, which "0 rules off" alone hides
+    rc, j, err = _run(capsys, "--workdir", str(tmp_path / "w"), "--", *SIM, "--crash-when", "GeluFusionPass=off",
+                      "--steps", "2")
+    assert rc == 0 and [t for t in j["trials"] if t.get("config_on")], err
+    assert "forced on: GeluFusionPass" in (tmp_path / "w" / "report.md").read_text()
+    assert "forced on: GeluFusionPass" in (tmp_path / "w" / "report.html").read_text()
+
+
 def test_a_job_that_starts_failing_after_the_gates_is_not_every_rule_found(capsys, tmp_path):
     # after its first two runs the job fails whatever the switch file says (a lost device): every configuration
     # with a rule on is BAD, as if every candidate were a culprit. The all-off production file is then run again

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title
+from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title, trial_note
 from fusebisect.textutil import fmt_number
 
 _CSS = """
@@ -159,8 +159,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
             plot(plots.search_timeline([len(t.off) for t in view.trials], [t.outcome for t in view.trials],
                                        [t.seconds for t in view.trials], [t.role for t in view.trials])),
             table(["#", "role", "rules off", "outcome", "metric", "seconds", "note"],
-                  [[t.number, t.role, len(t.off), t.outcome, fmt_number(t.metric), f"{t.seconds:.2f}",
-                    t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")]
+                  [[t.number, t.role, len(t.off), t.outcome, fmt_number(t.metric), f"{t.seconds:.2f}", trial_note(t)]
                    for t in view.trials], outcome_col=3)))
     repro = result.get("repro") or {}
     if repro:

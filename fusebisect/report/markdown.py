@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title
+from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title, trial_note
 
 
 def _cell(value) -> str:
@@ -48,7 +48,7 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
         lines += ["## Executions", "", "| # | role | rules off | outcome | metric | seconds | note |",
                   "|---|---|---|---|---|---|---|"]
         for t in view.trials:
-            note = t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")
+            note = trial_note(t)
             lines.append("| " + " | ".join(_cell(v) for v in (
                 t.number, t.role, len(t.off), t.outcome, t.metric, f"{t.seconds:.2f}", note or None)) + " |")
         lines.append("")

@@ -31,6 +31,16 @@ class TrialView:
     ignored: list[str]  # rules the config turned off that still fired ("switch ignored")
     switch_file: str | None
     trial_dir: str | None
+    on: list[str] = field(default_factory=list)  # rules the config forced on (a rule bad while off, kept on)
+
+
+def trial_note(t: TrialView) -> str:
+    """The note of an execution row: its reason, the rules whose switch it ignored, and the rules it forced on
+    (a rule bad while off, kept on: "0 rules off" alone would read as the default configuration)."""
+    note = t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")
+    if t.on:
+        note = f"forced on: {', '.join(t.on)}" + (f"; {note}" if note else "")
+    return note
 
 
 @dataclass
@@ -87,6 +97,7 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
                 ignored=list(rec.get("ignored") or []),
                 switch_file=rec.get("switch_file"),
                 trial_dir=rec.get("trial_dir"),
+                on=sorted(rec.get("on") or []),
             ))
         elif event == "verdict":  # a run judged after the fact (a baseline, once the reference ran)
             for t in view.trials:
