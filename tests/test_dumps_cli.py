@@ -346,3 +346,28 @@ def test_an_nhwc_models_device_tensor_goes_back_to_nhwc(tmp_path, capsys, encodi
     rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
     [row] = json.loads(out)["outputs"]
     assert row["stats_of"] == "original" and row["mean"] == pytest.approx(float(nhwc.mean()), rel=1e-5)
+
+
+def test_the_original_ops_format_is_used_only_where_it_fits(tmp_path, capsys):
+    """An NHWC graph's 2-D output (an FC layer) in NC1HWC0 keeps the default conversion, which handles a 2-D
+    original; a FRACTAL_NZ output is ND whatever the original op's format says (0 is also proto3's unset)."""
+    (tmp_path / "in").mkdir()
+    fc = np.arange(1, 41, dtype=np.float32).reshape(2, 20)
+    fc_5hd = from_original(fc.reshape(2, 20, 1, 1), "NC1HWC0")
+    mm = np.arange(1, 36, dtype=np.float32).reshape(5, 7)
+    path = write_dump(tmp_path / "in" / "BiasAdd.fc.1.0.17", op_name="fc", inputs=[], encoding="protobuf",
+                      outputs=[TensorSpec(fc_5hd, format=3, original_shape=(2, 20), original_op=("fc", 0),
+                                          origin_format="NHWC"),
+                               TensorSpec(from_original(mm, "FRACTAL_NZ"), format=29, original_shape=(5, 7),
+                                          original_op=("mm", 0), origin_format="NCHW")])
+    for fmt, want in (("ORIGINAL", [fc, mm]), ("NHWC", [None, mm])):
+        out = tmp_path / f"npy_{fmt}"
+        rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(out), "--format", fmt, "--json")
+        assert rc == 0, err
+        got = {p.name.split(".")[6]: np.load(p) for p in out.glob("*.npy")}
+        if want[0] is not None:
+            np.testing.assert_array_equal(got["0"], want[0])
+        np.testing.assert_array_equal(got["1"], want[1])
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    rows = json.loads(out)["outputs"]
+    assert [r["stats_of"] for r in rows] == ["original", "original"] and rows[0]["min"] == 1.0

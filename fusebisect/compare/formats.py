@@ -63,12 +63,17 @@ def _group_params(cin: int, cout_g: int, groups: int, c0: int) -> tuple[int, int
 def origin_target(record) -> str | None:
     """The layout a dump record's device format converts back to, as its original op's format (the dump's
     ``original_op.format``, from ``_datadump_origin_format``) names it: 'NHWC' for a TensorFlow NC1HWC0 output.
-    None when absent or not a layout that format converts to (then :data:`DEFAULT_TARGET` applies)."""
+    None when absent (or 0, proto3's unset), for FRACTAL_NZ (always ND), when it is not a layout that format converts
+    to, or when the original shape does not have that layout's rank (then :data:`DEFAULT_TARGET` applies)."""
     value = getattr(record, "origin_format", None)
-    if value is None:
+    fmt = getattr(record, "format_name", "")
+    if not value or fmt == "FRACTAL_NZ":   # 0 is also proto3's "not set" (and NCHW, the default anyway); NZ: ND
         return None
     name = format_name(value)
-    return name if name in TARGETS.get(getattr(record, "format_name", ""), ()) else None
+    orig = getattr(record, "original_shape", None)
+    if name not in TARGETS.get(fmt, ()) or not orig or len(orig) != len(name):
+        return None   # a 2-D FC output of an NHWC graph stays with the default, which handles it
+    return name
 
 
 def to_original(array: np.ndarray, fmt: int | str, original_shape, *, target: str | None = None,
