@@ -106,7 +106,7 @@ def test_cfg_check_invalid_json_and_values(capsys, tmp_path):
                                 "string holding an integer (write \"2500\")"]
     # FE keeps one set of names over Top, Main and Down: a pass in two levels fails the file; twice in one
     # level, the JSON reader has kept the last value before FE looks
-    f.write_text('{"Priority": {"GraphFusion": {"Top": {"ConvConcatFusionPass": "5", "ConvConcatFusionPass": "6"}, '
+    f.write_text('{"Priority": {"GraphFusion": {"Top": {"ConvConcatFusionPass": "abc", "ConvConcatFusionPass": "6"}, '
                  '"Main": {"ConvConcatFusionPass": "1500"}}}}', encoding="utf-8")
     rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
     probs = [(x["severity"], x["message"]) for x in json.loads(out)["problems"]]

@@ -320,17 +320,18 @@ def _check_priority(node: Node, add) -> None:
             bounds = PRIORITY_RANGES.get(level.strip())
             if bounds is None or passes.kind != "object":
                 continue
-            here: set[str] = set()
-            for name, name_at, val in passes.pairs or []:
+            pairs = passes.pairs or []
+            final = {name: i for i, (name, _at, _val) in enumerate(pairs)}
+            for i, (name, name_at, val) in enumerate(pairs):
                 label = f"Priority.{sec}.{level}.{name}"
                 key = name.strip()
-                if key in here:
+                if final[name] != i:   # the JSON reader keeps the last value: this one is never judged
                     add("duplicate", f"{label} appears twice in that level: CANN reads the last value only",
-                        name_at, severity="warning")
-                elif key in seen:
+                        pairs[final[name]][1], severity="warning")
+                    continue
+                if key in seen:
                     add("duplicate", f"{label} is also in {seen[key]}: CANN rejects the file (a pass may have one "
                         "priority level)", name_at)
-                here.add(key)
                 seen.setdefault(key, level.strip())
                 text = val.value.strip() if val.kind == "string" else None
                 if text is None or not re.fullmatch(r"-?[0-9]+", text):
