@@ -524,6 +524,10 @@ def test_only_the_latest_run_of_a_dump_path_is_read(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert [o["op_name"] for o in doc["overflows"]] == ["newrun_add"]
     assert any("only the latest, 20240102000000, is read" in n for n in doc["notes"])
+    # a file of the earlier run that cannot be read is not the latest run's problem
+    (tmp_path / "20240101000000" / "0" / "ge_default" / "1" / "0" / "Opdebug.garbled_name").write_bytes(b"x")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["unreadable"] == []
 
 
 def test_an_op_in_a_train_and_an_eval_graph_takes_the_rules_of_its_dumps_model(tmp_path):

@@ -692,8 +692,19 @@ def _latest_run_only(tree, root: Path) -> list[str]:
         return []
     last = max(runs, key=lambda r: (len(r), r))
     tree.entries = [e for e in tree.entries if e.run is None or e.run == last]
+    older = runs - {last}
+    # files of an earlier run that could not be read are not this run's problem either
+    tree.bad = [(p, why) for p, why in tree.bad if not older.intersection(_parts_under(Path(p), root))]
     return [f"{len(runs)} runs (timestamp directories) under {root}: only the latest, {last}, is read (give an "
             f"earlier run's directory to read that one)"]
+
+
+def _parts_under(path: Path, root: Path) -> tuple[str, ...]:
+    """The directory names of ``path`` below ``root`` (all of them when it is not below)."""
+    try:
+        return path.parent.relative_to(root).parts
+    except ValueError:
+        return path.parent.parts
 
 
 def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
