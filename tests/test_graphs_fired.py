@@ -172,6 +172,12 @@ def test_the_stage_copies_of_a_built_graph_count_once(tmp_path, capsys):
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "ge_proto_00000007_PreRunAfterBuild.txt").write_text(_graph_text(ops[:1]))
     assert fired_rules(tmp_path)["LayerNormFusionPass"].effect_times == 2
+    # stages are told apart per graph: graph_2 without a final Build stage keeps its own
+    (tmp_path / "g").mkdir()
+    for name, rule in (("graph_1_PreRunAfterBuild", "RuleA"), ("graph_1_Build", "RuleA"),
+                       ("graph_2_PreRunAfterBuild", "RuleB")):
+        (tmp_path / "g" / f"ge_proto_00000001_{name}.txt").write_text(_graph_text([("x", [rule], None)]))
+    assert {n: s.effect_times for n, s in fired_rules(tmp_path / "g").items()} == {"RuleA": 1, "RuleB": 1}
     assert main(["rules", "fired", str(tmp_path / "graph"), "--json"]) == 0
     assert {r["name"]: r["effect_times"] for r in json.loads(capsys.readouterr().out)["rules"]} == {
         "LayerNormFusionPass": 1, "TbeEltwiseFusionPass": 1}

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -213,14 +214,18 @@ def _from_graph(graph) -> dict[str, RuleStat]:
 
 
 def _final_stages(graphs: list[Path]) -> list[Path]:
-    """Drop the copies GE's default stage list makes of a built graph: in a folder that holds a final ``Build``
-    stage (``ge_proto_N_Build.txt``, ``ge_proto_N_graph_1_Build.txt``), the other stages whose names hold
-    "Build" (``PreRunAfterOptimizeGraphBeforeBuild``, ``PreRunAfterBuild``) show the same fusions again."""
-    def final(p: Path) -> bool:
-        stage = p.name.split("_", 2)[-1][:-len(".txt")] if p.name.endswith(".txt") else ""
-        return stage == "Build" or stage.endswith("_Build")
-    with_final = {p.parent for p in graphs if final(p)}
-    return [p for p in graphs if final(p) or p.parent not in with_final]
+    """Drop the copies GE's default stage list makes of a built graph: next to a final ``Build`` stage of a graph
+    (``ge_proto_N_Build.txt``, ``ge_proto_N_graph_1_Build.txt``), the other stages of that graph in that folder
+    whose names hold "Build" (``PreRunAfterOptimizeGraphBeforeBuild``, ``PreRunAfterBuild``) show the same
+    fusions again. A graph without a final stage of its own keeps its stages."""
+    def stage_of(p: Path) -> tuple[tuple[Path, str], bool]:
+        named = re.match(r"ge_proto_\d+_(.+)\.txt$", p.name)
+        stage = named.group(1) if named else ""
+        graph = re.match(r"(graph_\d+)_", stage)
+        key = (p.parent, graph.group(1) if graph else "")
+        return key, stage == "Build" or (graph is not None and stage == f"{graph.group(1)}_Build")
+    with_final = {key for key, final in map(stage_of, graphs) if final}
+    return [p for p in graphs if stage_of(p)[1] or stage_of(p)[0] not in with_final]
 
 
 def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleStat]:
