@@ -267,7 +267,7 @@ def test_an_empty_golden_or_dump_directory_is_named_as_such(tmp_path, capsys):
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / f"Add.a.1.{TS}").write_bytes(b"junk")
     assert main(["dump", "convert", str(tmp_path / "junk"), "-o", str(tmp_path / "npy")]) == 2
-    assert "none of the 1 dump files could be converted" in capsys.readouterr().err
+    assert "nothing in the 1 dump file could be converted" in capsys.readouterr().err
 
 
 def test_dumps_the_graph_does_not_know_are_noted(tmp_path, capsys):

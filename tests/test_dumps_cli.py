@@ -85,7 +85,7 @@ def test_a_tensor_of_a_dtype_without_a_decoder_leaves_the_others_shown_and_conve
     only = write_dump(tmp_path / "in" / "Add.add2.1.0.6", op_name="b", inputs=[],
                       outputs=[TensorSpec(np.zeros(2, np.uint8), dtype=37)])
     rc, _, err = _run(capsys, "dump", "convert", str(only), "--out", str(tmp_path / "npy2"))
-    assert rc == 2 and "none of the 1 tensors could be converted" in err and "float6_e3m2" in err
+    assert rc == 2 and "nothing in the 1 tensor could be converted" in err and "float6_e3m2" in err
 
 
 def test_dump_convert_original_removes_padding(tmp_path, capsys):

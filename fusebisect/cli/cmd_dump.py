@@ -217,6 +217,8 @@ def register(app: typer.Typer) -> None:
             common.out().print(f"wrote {len(files)} .npy files to {out}"
                                + (f"; skipped {' and '.join(parts)}" if parts else ""))
         if bad and not files:
-            what = "dump files" if path.is_dir() else "tensors"
-            raise DumpFormatError(f"none of the {len(bad)} {what} could be converted (first: {bad[0]['path']}: "
+            sources = len({item["path"] for item in bad})
+            what = f"{sources} dump file{'s' if sources > 1 else ''}" if path.is_dir() else \
+                f"{len(bad)} tensor{'s' if len(bad) > 1 else ''}"
+            raise DumpFormatError(f"nothing in the {what} could be converted (first: {bad[0]['path']}: "
                                   f"{bad[0]['reason']})", path=path)
