@@ -1304,8 +1304,8 @@ class Session:
         if fixed:
             message += (f". {_short(fixed)}, which cannot be switched off, fired only in that run (turning a pass "
                         "off can let another fuse the same pattern)")
-        always = [e["rule"] for e in self.excluded if e["rule"] in before and e["rule"] not in ignored
-                  and e["rule"] not in fixed]
+        always = [e["rule"] for e in self.excluded if e["reason"].startswith("cannot be disabled")
+                  and e["rule"] in before and e["rule"] not in ignored and e["rule"] not in fixed]
         if always:
             message += (f". {_short(always)} fired in the baseline and cannot be switched off, so the cause may be "
                         f"{'that fusion' if len(always) == 1 else 'one of those fusions'}, which no switch file can "
