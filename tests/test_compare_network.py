@@ -451,3 +451,29 @@ def test_a_larger_dump_is_sliced_to_the_golden_as_msaccucmp_slices_it(msaccucmp,
         assert cosine == "NaN" and "can not be compared to the right dump data" in reason and rc == 2
     else:
         assert float(cosine) == pytest.approx(1.0) and reason == "" and rc == 0
+
+
+def test_an_op_ge_inserted_has_no_ground_truth(tmp_path):
+    """An op GE inserted carries an empty _datadump_original_op_names list: msaccucmp reads it as ['']
+    and finds no ground truth for it, rather than comparing a golden tensor that merely shares its (per-build
+    numbered) name."""
+    shape = (1, 2, 4, 4)
+    rng = np.random.default_rng(2)
+    x, y = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    (tmp_path / "my").mkdir()
+    (tmp_path / "npy").mkdir()
+    write_dump(tmp_path / "my" / f"Data.x.0.0.{TS['input']}", op_name="x", inputs=[],
+               outputs=[_spec(x, 0x11000)], encoding="nano")
+    write_dump(tmp_path / "my" / f"Mul.trans_Mul_0.1.0.{TS['conv1']}", op_name="trans_Mul_0",
+               inputs=[_spec(x, 0x10000)], outputs=[_spec(x, 0x11000)], encoding="nano")
+    np.save(tmp_path / "npy" / f"x.0.{TS['input']}.npy", x)
+    np.save(tmp_path / "npy" / f"trans_Mul_0.0.{TS['conv1']}.npy", y)   # another build's op of that name
+    inserted = _op("trans_Mul_0", "Mul", 1, ["x:0"], None, shape, None)
+    inserted["attr"].append({"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1}}})
+    graph = {"graph": [{"name": "g", "op": [_op("x", "Data", 0, [], None, shape, None), inserted]}]}
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    report = compare_dumps(tmp_path / "my", tmp_path / "npy", my_graph=tmp_path / "g.json")
+    rows = {r.tensor: r for r in report.rows}
+    row = rows["trans_Mul_0:output:0"]
+    assert not row.compared and "There is no the ground truth dump file" in row.fail_reason
+    assert report.first_divergence is None

@@ -54,6 +54,8 @@ class OpInfo:
     is_multiop: bool                            # _datadump_is_multiop
     l1_fusion_sub_graph_no: str | None          # _L1_fusion_sub_graph_no
     outputs: list[OutputInfo]
+    origin_empty: bool = False                  # _datadump_original_op_names present but empty: an op GE
+                                                # inserted, with no original op (msaccucmp reads [''])
 
     @property
     def is_fused(self) -> bool:
@@ -192,6 +194,7 @@ def op_from_raw(raw: RawOp, graph: str) -> OpInfo:
         is_multiop=bool(multi.get("b", False)) if multi else False,
         l1_fusion_sub_graph_no=l1,
         outputs=[_output_info(i, a) for i, a in enumerate(raw.outputs)],
+        origin_empty=_strings(attrs.get("_datadump_original_op_names")) == [],
     )
 
 

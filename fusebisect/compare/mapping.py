@@ -125,8 +125,10 @@ def build_rule(graph) -> FusionRule:
     op_list: list[RuleOp] = []
     described: dict[str, list[tuple[str | None, tuple | None]]] = {}   # op -> each output's (format, shape)
     for position, info in enumerate(graph.ops):
-        have_origin = bool(info.original_op_names)
-        originals = list(info.original_op_names) if have_origin else [info.name]
+        # an op GE inserted (its original-op list present but empty) has no ground truth: msaccucmp reads ['']
+        inserted = getattr(info, "origin_empty", False) and not info.original_op_names
+        have_origin = bool(info.original_op_names) or inserted
+        originals = list(info.original_op_names) if info.original_op_names else [""] if inserted else [info.name]
         outputs: list[Origin | None] = []
         for out_index, out in enumerate(info.outputs):
             name = out.origin_name or ""
