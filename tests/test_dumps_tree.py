@@ -96,6 +96,27 @@ def test_bad_mapping_rows_are_reported(tmp_path):
     assert [p.name for p, _ in tree.bad] == ["mapping.csv"]
 
 
+def test_golden_files_of_several_directories_are_not_one_pool(tmp_path, capsys):
+    """Two steps' golden .npy in it0/ and it1/: mixing them compares one op with one step and the next with
+    another. One directory below the given one is fine."""
+    from fusebisect.cli.app import main
+    from fusebisect.errors import DumpFormatError
+
+    for sub, names in (("it0", ("x.0.100.npy", "c.0.101.npy")), ("it1", ("x.0.200.npy",))):
+        (tmp_path / "g" / sub).mkdir(parents=True)
+        for name in names:
+            np.save(tmp_path / "g" / sub / name, np.zeros(1))
+    with pytest.raises(DumpFormatError, match=r"golden .npy files in 2 directories \(it0, it1\)"):
+        scan_golden(tmp_path / "g")
+    assert set(scan_golden(tmp_path / "g" / "it0")) == {("x", 0), ("c", 0)}
+    (tmp_path / "one" / "sub").mkdir(parents=True)
+    np.save(tmp_path / "one" / "sub" / "x.0.1.npy", np.zeros(1))
+    assert set(scan_golden(tmp_path / "one")) == {("x", 0)}
+    _dump(tmp_path / "my" / "Add.x.1.0.7")
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "g")]) == 2
+    assert "give the one directory to compare with" in capsys.readouterr().err
+
+
 def test_golden_newest_wins(tmp_path):
     for name in ("conv1.0.100.npy", "conv1.0.300.npy", "conv1.1.200.npy", "relu.0.50.npy"):
         np.save(tmp_path / name, np.zeros(1))

@@ -294,7 +294,8 @@ def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEnt
     """Return ``{(op_name, output_index): GoldenEntry}`` for golden .npy files under ``path`` (recursive).
 
     When one output was dumped several times the newest timestamp wins. Raises DumpFormatError if ``path``
-    does not exist.
+    does not exist, or when golden files lie in several directories (iterations, devices): their tensors are
+    different data, never one pool.
     """
     root = Path(path)
     if root.is_file():
@@ -307,6 +308,11 @@ def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEnt
     else:
         raise DumpFormatError("no such file or directory", path=root)
     found: dict[tuple[str, int], GoldenEntry] = {}
+    dirs = sorted({str(file.parent) for file, name in candidates if _GOLDEN_NAME.match(name)})
+    if len(dirs) > 1:
+        shown = ", ".join(os.path.relpath(d, root) for d in dirs[:3]) + (", ..." if len(dirs) > 3 else "")
+        raise DumpFormatError(f"golden .npy files in {len(dirs)} directories ({shown}): they are different "
+                              "steps or devices, give the one directory to compare with", path=root)
     for file, name in candidates:
         match = _GOLDEN_NAME.match(name)
         if not match:
