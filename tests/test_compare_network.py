@@ -477,3 +477,28 @@ def test_an_op_ge_inserted_has_no_ground_truth(tmp_path):
     row = rows["trans_Mul_0:output:0"]
     assert not row.compared and "There is no the ground truth dump file" in row.fail_reason
     assert report.first_divergence is None
+
+
+def test_a_divergent_input_after_a_cast_blames_the_fused_op_before_it(tmp_path):
+    """F (fused) -> Cast -> G, F's output not dumped: G's input row is compared through the Cast with F's
+    origin; the verdict names F and its fusion passes, not the Cast."""
+    shape = (1, 2, 4, 4)
+    rng = np.random.default_rng(9)
+    x, a, b, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(4))
+    (tmp_path / "my").mkdir()
+    (tmp_path / "npy").mkdir()
+    write_dump(tmp_path / "my" / f"Data.x.0.0.{TS['input']}", op_name="x", inputs=[],
+               outputs=[_spec(x, 0x11000)], encoding="nano")
+    write_dump(tmp_path / "my" / f"Relu.G.3.0.{TS['relu1']}", op_name="G", inputs=[_spec(b + 1, 0x10000)],
+               outputs=[_spec(g, 0x11000)], encoding="nano")
+    for name, value in (("x", x), ("a", a), ("b", b), ("g", g)):
+        np.save(tmp_path / "npy" / f"{name}.0.{TS['relu1'] + 20}.npy", value)
+    graph = {"graph": [{"name": "gr", "op": [
+        _op("x", "Data", 0, [], None, shape, None),
+        _op("F", "Relu", 1, ["x:0"], ["a", "b"], shape, "b", passes=["ABFusionPass"]),
+        _op("cast1", "Cast", 2, ["F:0"], None, shape, None),
+        _op("G", "Relu", 3, ["cast1:0"], ["g"], shape, "g")]}]}
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    fd = compare_dumps(tmp_path / "my", tmp_path / "npy", my_graph=tmp_path / "g.json").first_divergence
+    assert fd["tensor"] == "G:input:0" and fd["producer"]["op"] == "F"
+    assert fd["pass_names"] == ["ABFusionPass"] and fd["ground_truth"] == ["a", "b"]

@@ -256,10 +256,20 @@ def _blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
         fd["pass_names"], fd["ub_pass_name"], fd["ground_truth"] = [], None, []
         return
     name, _, output = edges[int(index)].rpartition(":")
+    producer = graph.op(name)
+    # through Cast/TransData to the op the row was compared through (msaccucmp's get_right_dump_data: a special
+    # op's input and output indexes correspond one to one), so the fused op before a Cast is the one blamed
+    for _ in range(1000):
+        if producer is None or producer.type not in mp.SPECIAL_OPS_TYPE or not output.isdigit():
+            break
+        ins = producer.data_inputs
+        if int(output) >= len(ins) or graph.op(ins[int(output)].rpartition(":")[0]) is None:
+            break
+        name, _, output = ins[int(output)].rpartition(":")
+        producer = graph.op(name)
     tensor = f"{name}:output:{output}"
     compared = any(r.tensor == tensor and r.compared for r in rows)
     fd["producer"] = {"op": name, "output": int(output) if output.isdigit() else output, "compared": compared}
-    producer = graph.op(name)
     fd["pass_names"] = list(producer.pass_names) if producer is not None else []
     fd["ub_pass_name"] = producer.ub_pass_name if producer is not None else None
     fd["ground_truth"] = list(producer.original_op_names or [name]) if producer is not None else [name]
