@@ -101,7 +101,8 @@ def reference_ops(model: ge_ir_pb2.ModelDef) -> list[OpInfo]:
                 fusion_scope=_i(at.get("fusion_scope")),
                 is_multiop=bool(multi.b) if multi is not None and multi.WhichOneof("value") == "b" else False,
                 l1_fusion_sub_graph_no=_s(at.get("_L1_fusion_sub_graph_no")) or None,
-                outputs=outputs))
+                outputs=outputs,
+                origin_empty=_strs(at.get("_datadump_original_op_names")) == []))
     return out
 
 
@@ -416,3 +417,16 @@ def test_protobufs_own_json_mapping_reads_like_the_text_format(tmp_path, snake):
     assert [(o.name, o.pass_names, o.ub_pass_name, o.original_op_names, o.outputs) for o in got] == \
         [(o.name, o.pass_names, o.ub_pass_name, o.original_op_names, o.outputs) for o in want]
     assert any(o.pass_names for o in got)
+
+
+def test_an_empty_original_op_list_is_told_from_an_absent_one(tmp_path):
+    """An op GE inserted carries the attribute with an empty list (msaccucmp reads ['']); an op without the
+    attribute is not such an op."""
+    model = ge_ir_pb2.ModelDef(name="m")
+    graph = model.graph.add(name="g")
+    inserted = graph.op.add(name="trans_Mul_0", type="Mul", id=1)
+    inserted.attr["_datadump_original_op_names"].list.val_type = 1
+    graph.op.add(name="plain", type="Relu", id=2)
+    ops = check_same(tmp_path, text_format.MessageToString(model))
+    assert [(o.name, o.original_op_names, o.origin_empty) for o in ops] == [("trans_Mul_0", [], True),
+                                                                             ("plain", [], False)]
