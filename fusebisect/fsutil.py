@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -83,9 +84,22 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; return the path. Raises OSError on I/O failure.
 
     A symbolic link is followed: its target is replaced and the link stays. A path that is not a regular file
-    (``/dev/null``, ``/dev/stdout``, a FIFO) is written into as it is: replacing it would turn a device into a
-    plain file."""
+    (``/dev/null``, a FIFO) is written into as it is: replacing it would turn a device into a plain file. So is
+    a stream named through ``/dev`` or ``/proc`` (``/dev/stdout`` redirected to a file): replacing the file behind
+    it would leave the shell writing into an unlinked one; it is appended to, never truncated."""
     path = Path(path)
+    fd = _stream_fd(path)
+    if fd is not None:   # our own stdout/stderr/fd: written through that descriptor, in order with the rest
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        return path
+    if path.is_absolute() and path.parts[1:2] in (("dev",), ("proc",)) and path.exists():
+        with open(path, "ab") as handle:
+            handle.write(data)
+        return path
     if path.is_symlink():
         path = path.resolve()
     if path.is_dir():   # else the error would name the temporary file
@@ -115,6 +129,18 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             pass
         raise
     return path
+
+
+def _stream_fd(path: Path) -> int | None:
+    """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names, else None."""
+    text = str(path)
+    named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+    if named is not None:
+        return named
+    for prefix in ("/dev/fd/", "/proc/self/fd/"):
+        if text.startswith(prefix) and text[len(prefix):].isdigit():
+            return int(text[len(prefix):])
+    return None
 
 
 def _read_umask() -> int:

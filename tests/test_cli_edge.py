@@ -1,5 +1,12 @@
 """The CLI edge: version, help, and how errors become exit codes."""
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 from fusebisect import __version__
 from fusebisect.cli.app import main
 from fusebisect.fsutil import atomic_write_bytes, atomic_write_text
@@ -115,3 +122,31 @@ def test_a_fifo_given_as_an_input_file_is_an_error_not_a_hang(tmp_path, capsys):
                  ["run", "--rules", str(fifo), "--workdir", str(tmp_path / "w2"), "--", sys.executable, "-c", "0"]):
         assert main(argv) == 2, argv
         assert "not a regular file (a FIFO" in capsys.readouterr().err, argv
+
+
+def test_an_output_to_dev_stdout_writes_into_the_stream_not_over_the_file_behind_it(tmp_path):
+    """`--csv /dev/stdout > res.txt`: /dev/stdout leads to res.txt, and replacing that file would leave the
+    shell's stdout in an unlinked one (everything printed after lost)."""
+    out = tmp_path / "res.txt"
+    code = ("import sys; from fusebisect.fsutil import atomic_write_bytes; print('before', flush=True); "
+            "atomic_write_bytes('/dev/stdout', b'csv\\n'); print('after', flush=True)")
+    with open(out, "wb") as handle:
+        subprocess.run([sys.executable, "-c", code], stdout=handle, check=True)
+    assert out.read_text().split() == ["before", "csv", "after"]
+
+
+def test_json_output_stays_valid_with_names_that_are_not_unicode(tmp_path, capsys):
+    bad = tmp_path / "surr.cfg"
+    bad.write_text('{"Switch":{"GraphFusion":{"\\\\ud800":"off"}}}', encoding="utf-8")
+    assert main(["cfg", "check", str(bad), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["problems"][0]["code"] == "rule-name"
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/bad\xffname"))
+    shutil.copy(Path(__file__).parent.parent / "examples" / "MatMulV2.fc1_MatMul.1.0.1700000000000001", odd)
+    assert main(["inspect", "dump", str(odd), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["path"] == str(odd)
+
+
+def test_a_usage_error_is_one_line_naming_the_option(capsys):
+    assert main(["compare", "a", "b", "--top", "0"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "'--top'" in err and "fusebisect compare --help" in err
