@@ -17,9 +17,9 @@ from typing import Annotated, Optional
 import typer
 
 try:  # typer >= 0.26 vendors its own click
-    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - older typer uses click itself
-    from click.exceptions import ClickException
+    from click.exceptions import ClickException, UsageError
 
 import fusebisect
 from fusebisect.cli import common
@@ -85,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fusebisect: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except ClickException as exc:
-        exc.show()
+        if isinstance(exc, UsageError):   # one line naming the option, like every other error
+            where = exc.ctx.command_path if exc.ctx is not None else "fusebisect"
+            message = " ".join(exc.format_message().split())
+            print(f"fusebisect: error: {message} (see '{where} --help')", file=sys.stderr)
+        else:
+            exc.show()
         return exc.exit_code if exc.exit_code else 2
     except typer.Exit as exc:
         return exc.exit_code
