@@ -231,3 +231,13 @@ def test_cli_group_forwards(tmp_path, capsys, monkeypatch):
     assert main(["sim", "train", "--steps", "2", "--faulty", "GeluFusionPass"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
     assert (tmp_path / "fusion_result.json").is_file()
+
+
+def test_a_dump_path_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
+    from fusebisect.sim.cli import main as sim_main
+
+    (tmp_path / "afile").write_text("mine")
+    assert sim_main(["train", "--steps", "2", "--dump-step", "0", "--dump-path", str(tmp_path / "afile")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Not a directory" in err and "Traceback" not in err
+    assert (tmp_path / "afile").read_text() == "mine"

@@ -33,6 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         except FusebisectError as exc:
             print(f"fusebisect: error: {exc}", file=sys.stderr)
             return 2
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"fusebisect.sim: error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 2
     if args[0] != "train":
         print(f"fusebisect.sim: error: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
@@ -44,4 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     except FusebisectError as exc:
         print(f"fusebisect: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:   # a --dump-path that is a file, a golden dir that exists as a file, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"fusebisect.sim: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
