@@ -75,6 +75,9 @@ def test_demo_rejects_a_rule_it_cannot_use(capsys):
     err = capsys.readouterr().err
     assert "AReduceSumFusionPass" in err and "cannot be switched off" in err
     assert main(["demo", "--mode", "nonsense"]) == 2
+    capsys.readouterr()
+    assert main(["demo", "--workdir", ""]) == 2   # an unset $WORKDIR: never the current directory
+    assert "--workdir: empty path" in capsys.readouterr().err
 
 
 def test_html_report_content(demo_dumps):

@@ -114,8 +114,9 @@ def register(app: typer.Typer) -> None:
         faulty: Annotated[Optional[str], typer.Option(help="The simulated rule to make faulty (default: random).")
                           ] = None,
         mode: Annotated[str, typer.Option(help="Oracle: metric, dumps or check.")] = "metric",
-        workdir: Annotated[Optional[Path], typer.Option(help="Keep the run here (journal, trials, reports); "
-                                                             "default: a temporary dir removed at the end.")
+        workdir: Annotated[Optional[str], typer.Option(help="Keep the run here (journal, trials, reports; a run "
+                                                            "there before is moved to previous/); default: a "
+                                                            "temporary dir removed at the end.")
                            ] = None,
         steps: Annotated[int, typer.Option(help="Training steps of the simulated job.")] = 20,
         seed: Annotated[Optional[int], typer.Option(help="Seed for the choice of the faulty rule.")] = None,
@@ -126,6 +127,8 @@ def register(app: typer.Typer) -> None:
 
         if mode not in MODES:
             raise UsageError(f"--mode {mode!r}: choose one of {', '.join(MODES)}")
+        if workdir is not None and not workdir.strip():   # an unset $WORKDIR in a script: not the current directory
+            raise UsageError("--workdir: empty path")
         if seed is not None and seed < 0:
             raise UsageError(f"--seed must be >= 0, got {seed}")
         usable = demo_rules()
