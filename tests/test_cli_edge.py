@@ -150,3 +150,14 @@ def test_a_usage_error_is_one_line_naming_the_option(capsys):
     assert main(["compare", "a", "b", "--top", "0"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "'--top'" in err and "fusebisect compare --help" in err
+
+
+def test_a_fifo_given_as_dump_input_is_named_for_what_it_is(tmp_path, capsys):
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    (tmp_path / "gold").mkdir()
+    for argv in (["compare", str(fifo), str(tmp_path / "gold")], ["overflow", str(fifo)],
+                 ["dump", "convert", str(fifo), "--out", str(tmp_path / "out")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "not a regular file (a FIFO" in err and "no such file" not in err, argv

@@ -194,7 +194,7 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
             dirnames.sort()
             _scan_dir(Path(dirpath), sorted(filenames), tree)
     else:
-        raise DumpFormatError("no such file or directory", path=root)
+        raise DumpFormatError(_missing_reason(root), path=root)
     if validate:
         from fusebisect.compare.dumpfile import read_dump
 
@@ -290,6 +290,13 @@ class GoldenEntry:
     timestamp: int
 
 
+def _missing_reason(path: Path) -> str:
+    """Why an input path that is neither a file nor a directory cannot be read."""
+    from fusebisect.fsutil import not_regular
+
+    return not_regular(path) or ("a broken symbolic link" if path.is_symlink() else "no such file or directory")
+
+
 def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEntry]:
     """Return ``{(op_name, output_index): GoldenEntry}`` for golden .npy files under ``path`` (recursive).
 
@@ -306,7 +313,7 @@ def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEnt
             mapping = read_mapping(Path(d)) if MAPPING_FILE in files else {}   # over-long names are hashed
             candidates += [(Path(d) / f, mapping.get(f, f)) for f in sorted(files)]
     else:
-        raise DumpFormatError("no such file or directory", path=root)
+        raise DumpFormatError(_missing_reason(root), path=root)
     found: dict[tuple[str, int], GoldenEntry] = {}
     dirs = sorted({str(file.parent) for file, name in candidates if _GOLDEN_NAME.match(name)})
     if len(dirs) > 1:
