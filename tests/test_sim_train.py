@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 from pathlib import Path
 
@@ -241,3 +242,18 @@ def test_a_dump_path_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Not a directory" in err and "Traceback" not in err
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_sim_check_refuses_what_would_judge_every_run_or_hang(tmp_path, capsys):
+    from fusebisect.sim.cli import main as sim_main
+
+    log = tmp_path / "stdout.log"
+    log.write_text("step 0 loss 1.0\n")
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    for argv, why in ((["--rtol", "nan"], "--rtol must be a finite number"), (["--rtol", "-1"], "--rtol must be"),
+                      (["--steps", "-3"], "--steps must be >= 1")):
+        assert sim_main(["check", "--log", str(log), *argv]) == 2
+        assert why in capsys.readouterr().err
+    assert sim_main(["check", "--log", str(fifo)]) == 2
+    assert "a FIFO" in capsys.readouterr().err

@@ -45,12 +45,20 @@ def reference_losses(steps: int, seed: int) -> list[float]:
 def main(argv: list[str]) -> int:
     """Run the check; returns 0 (good), 1 (bad), 125 (skip) or 2 (usage error)."""
     args = build_parser().parse_args(argv)
+    if not args.rtol >= 0 or args.rtol == float("inf"):   # (NaN fails every comparison)
+        raise UsageError(f"--rtol must be a finite number >= 0, got {args.rtol}")
+    if args.steps is not None and args.steps < 1:
+        raise UsageError(f"--steps must be >= 1, got {args.steps}")
     log = args.log
     if log is None:
         trial = os.environ.get("FUSEBISECT_TRIAL_DIR")
         if not trial:
             raise UsageError("--log not given and FUSEBISECT_TRIAL_DIR is not set")
         log = Path(trial) / "stdout.log"
+    from fusebisect.fsutil import not_regular
+
+    if why := not_regular(log):
+        raise UsageError(f"--log {log}: {why}")
     try:
         text = log.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
