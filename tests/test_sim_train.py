@@ -234,8 +234,10 @@ def test_cli_group_forwards(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "fusion_result.json").is_file()
 
 
-def test_a_dump_path_that_is_a_file_is_a_one_line_error(tmp_path, capsys):
+def test_a_dump_path_that_is_a_file_is_a_one_line_error(tmp_path, capsys, monkeypatch):
     from fusebisect.sim.cli import main as sim_main
+
+    monkeypatch.chdir(tmp_path)   # (the job writes its fusion_result.json in the working directory)
 
     (tmp_path / "afile").write_text("mine")
     assert sim_main(["train", "--steps", "2", "--dump-step", "0", "--dump-path", str(tmp_path / "afile")]) == 2
