@@ -33,7 +33,7 @@ def tensor_stats(array) -> dict:
 def describe(path: Path) -> dict:
     """Return the ``inspect dump`` JSON document for the dump at ``path``. Raises DumpFormatError."""
     from fusebisect.compare.dumpfile import read_dump
-    from fusebisect.compare.formats import PLAIN_LAYOUTS, origin_target, to_original
+    from fusebisect.compare.formats import record_original
     from fusebisect.errors import DumpFormatError
 
     dump = read_dump(path)
@@ -47,22 +47,16 @@ def describe(path: Path) -> dict:
                "original_shape": list(rec.original_shape) if rec.original_shape is not None else None,
                "size": rec.size}
         try:
-            array, of = rec.array(), "stored"
+            array = rec.array()
         except DumpFormatError as exc:   # one tensor that cannot be decoded (E8M0, FP4) leaves the others shown
             row.update({"min": None, "max": None, "mean": None, "nan": None, "inf": None, "stats_of": None,
                         "error": exc.reason})
             return row
-        if rec.format_name not in PLAIN_LAYOUTS and rec.original_shape:
-            # The padding of a device layout (zeros) is not data: summarise the original tensor when the
-            # dump says what it is. A shape that does not fit leaves the stored tensor (and says so).
-            try:
-                array = to_original(array, rec.format, rec.original_shape, target=origin_target(rec),
-                                    sub_format=rec.sub_format)
-                of = "original"
-            except DumpFormatError:
-                pass
-        row.update(tensor_stats(array))
-        row["stats_of"] = of
+        # The padding of a device layout (zeros) is not data: summarise the original tensor when the dump says
+        # what it is. A shape that does not fit leaves the stored tensor (and says so).
+        original = record_original(rec, array)
+        row.update(tensor_stats(array if original is None else original))
+        row["stats_of"] = "stored" if original is None else "original"
         row["error"] = None
         return row
 

@@ -76,6 +76,19 @@ def origin_target(record) -> str | None:
     return name
 
 
+def record_original(record, array: np.ndarray) -> np.ndarray | None:
+    """``array`` (dump record ``record``'s tensor as stored) with its device layout's padding removed, in the
+    layout :func:`origin_target` names, for statistics of the data itself; None when the format is a plain
+    layout, the dump gives no original shape, or the tensor does not fit it."""
+    if getattr(record, "format_name", "ND") in PLAIN_LAYOUTS or not record.original_shape:
+        return None
+    try:
+        return to_original(array, record.format, record.original_shape, target=origin_target(record),
+                           sub_format=record.sub_format)
+    except (DumpFormatError, TypeError):
+        return None
+
+
 def to_original(array: np.ndarray, fmt: int | str, original_shape, *, target: str | None = None,
                 sub_format: int = 0) -> np.ndarray:
     """Return ``array`` (device layout ``fmt``) in layout ``target`` with padding removed.

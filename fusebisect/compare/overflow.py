@@ -507,10 +507,6 @@ def _path_messages(items: list[tuple[Path, str]]) -> list[dict]:
     return [{"path": str(p), "message": m} for p, m in items]
 
 
-_PASS_THROUGH_FORMATS = {"ND", "NCHW", "NHWC", "NCDHW", "NDHWC", "HWCN", "DHWCN", "CHWN", "NC", "CN", "NCL",
-                         "RESERVED", "MD"}
-
-
 def _is_debug(entry) -> bool:
     return entry.op_type == "Opdebug" or entry.path.name.startswith("Opdebug.Node_OpDebug.")
 
@@ -577,14 +573,11 @@ def _tensor_stats(rec, kind: str) -> TensorStats:
     except FusebisectError as exc:
         return TensorStats(kind=kind, index=rec.index, shape=tuple(rec.shape), dtype=dtype, format=fmt,
                            error=exc.reason if hasattr(exc, "reason") else str(exc))
-    if fmt not in _PASS_THROUGH_FORMATS and rec.original_shape:
-        try:
-            from fusebisect.compare.formats import origin_target, to_original
-            arr = to_original(arr, rec.format, rec.original_shape, target=origin_target(rec),
-                              sub_format=rec.sub_format)
-            fmt = f"{fmt}->original"
-        except (FusebisectError, ImportError, ValueError, TypeError):
-            pass  # summarise the device layout as it is
+    from fusebisect.compare.formats import record_original
+
+    original = record_original(rec, arr)   # else the device layout is summarised as it is
+    if original is not None:
+        arr, fmt = original, f"{fmt}->original"
     return tensor_stats(arr, kind=kind, index=rec.index, dtype=dtype, format=fmt)
 
 
