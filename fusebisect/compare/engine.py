@@ -259,14 +259,15 @@ def _blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
     producer = graph.op(name)
     # through Cast/TransData to the op the row was compared through (msaccucmp's get_right_dump_data: a special
     # op's input and output indexes correspond one to one), so the fused op before a Cast is the one blamed
-    for _ in range(1000):
-        if producer is None or producer.type not in mp.SPECIAL_OPS_TYPE or not output.isdigit():
+    for _ in range(1000):   # (a cycle of special ops ends the walk)
+        ins = producer.data_inputs if producer is not None and producer.type in mp.SPECIAL_OPS_TYPE else []
+        if not output.isdigit() or int(output) >= len(ins):
             break
-        ins = producer.data_inputs
-        if int(output) >= len(ins) or graph.op(ins[int(output)].rpartition(":")[0]) is None:
+        before, _, before_output = ins[int(output)].rpartition(":")
+        prior = graph.op(before)
+        if prior is None:
             break
-        name, _, output = ins[int(output)].rpartition(":")
-        producer = graph.op(name)
+        name, output, producer = before, before_output, prior
     tensor = f"{name}:output:{output}"
     compared = any(r.tensor == tensor and r.compared for r in rows)
     fd["producer"] = {"op": name, "output": int(output) if output.isdigit() else output, "compared": compared}
@@ -474,15 +475,23 @@ def _overflowed_cosine(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     a, b = x.reshape(-1).astype(np.float64), y.reshape(-1).astype(np.float64)
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         return
-    if max(float(np.max(np.abs(a))), float(np.max(np.abs(b)))) * math.sqrt(a.size) < 1e18:
-        return
     scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
-    a, b = a / scale, b / scale
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
-    row.finite_max_abs_error = float(np.max(np.abs(a - b))) * scale
+    if scale * math.sqrt(a.size) < 1e18:
+        return
+    _finite_cosine(row, a, b, scale)
     row.note = row.note or (f"values past float32's range for sums of squares: cosine in float64 "
                             f"{row.finite_cosine:.6f}")
+
+
+def _finite_cosine(row: CompareRow, a: np.ndarray, b: np.ndarray, scale: float = 1.0) -> tuple[float, float]:
+    """Set ``row.finite_cosine`` and ``row.finite_max_abs_error`` from float64 arrays (divided by ``scale`` for
+    the cosine, so huge values do not overflow its sums of squares); return the two norms (0: all zero)."""
+    row.finite_max_abs_error = float(np.max(np.abs(a - b)))
+    if scale != 1.0:
+        a, b = a / scale, b / scale
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
+    return na, nb
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
@@ -517,10 +526,7 @@ def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
             row.note = nonfinite_note(row.nonfinite, None)
             return
         a, b = x[finite], y[finite]
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
-    row.finite_max_abs_error = float(np.max(np.abs(a - b)))
+    na, nb = _finite_cosine(row, a.astype(np.float64), b.astype(np.float64))
     zero = "mine" if na == 0 else "golden" if nb == 0 else None
     row.note = nonfinite_note(0, row.finite_cosine, zero if all_finite and na != nb else None)
 
