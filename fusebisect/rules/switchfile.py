@@ -307,6 +307,21 @@ class Problem:
 PRIORITY_RANGES = {"Top": (0, 1000), "Main": (1000, 2000), "Down": (2000, 3000)}
 
 
+def _kept_pairs(node: Node, dropped) -> list[tuple[str, int, Node]]:
+    """The (name, offset, value) pairs of a JSON object that CANN's reader keeps: the last of duplicate keys (an
+    earlier value is never judged). ``dropped(name, offset)`` is called for each earlier one, with the offset of
+    the value kept."""
+    pairs = node.pairs or []
+    final = {name: i for i, (name, _at, _val) in enumerate(pairs)}
+    kept = []
+    for i, (name, at, value) in enumerate(pairs):
+        if final[name] == i:
+            kept.append((name, at, value))
+        else:
+            dropped(name, pairs[final[name]][1])
+    return kept
+
+
 def _check_priority(node: Node, add) -> None:
     """What FE's CheckLastLayerFormatForPriorityPart rejects in ``Priority`` (each fails the whole file): a value
     that is not a string holding an integer (a JSON number throws in its reader), one outside its level's range,
@@ -320,15 +335,13 @@ def _check_priority(node: Node, add) -> None:
             bounds = PRIORITY_RANGES.get(level.strip())
             if bounds is None or passes.kind != "object":
                 continue
-            pairs = passes.pairs or []
-            final = {name: i for i, (name, _at, _val) in enumerate(pairs)}
-            for i, (name, name_at, val) in enumerate(pairs):
+            def twice(name, at, sec=sec, level=level):
+                add("duplicate", f"Priority.{sec}.{level}.{name} appears twice in that level: CANN reads the last "
+                    "value only", at, severity="warning")
+
+            for name, name_at, val in _kept_pairs(passes, twice):
                 label = f"Priority.{sec}.{level}.{name}"
                 key = name.strip()
-                if final[name] != i:   # the JSON reader keeps the last value: this one is never judged
-                    add("duplicate", f"{label} appears twice in that level: CANN reads the last value only",
-                        pairs[final[name]][1], severity="warning")
-                    continue
                 if key in seen:
                     add("duplicate", f"{label} is also in {seen[key]}: CANN rejects the file (a pass may have one "
                         "priority level)", name_at)
@@ -395,13 +408,11 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                         section=sec)
                     continue
                 target = cfg.section(sec)
-                pairs = sec_node.pairs or []
-                final = {name: i for i, (name, _at, _val) in enumerate(pairs)}
-                for i, (name, name_at, val) in enumerate(pairs):
-                    if final[name] != i:   # CANN never sees this value: only the last one is judged
-                        add("duplicate", f"{name} appears twice in Switch.{sec}{last}", pairs[final[name]][1],
-                            rule=name, section=sec, severity="warning")
-                        continue
+                def twice(name, at, sec=sec):
+                    add("duplicate", f"{name} appears twice in Switch.{sec}{last}", at, rule=name, section=sec,
+                        severity="warning")
+
+                for name, name_at, val in _kept_pairs(sec_node, twice):
                     if not RULE_NAME_RE.fullmatch(name):
                         add("rule-name", f"invalid rule name {name!r} in Switch.{sec}: only letters, digits and "
                             "_ . : - are allowed", name_at, rule=name, section=sec)
