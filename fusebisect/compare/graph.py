@@ -487,6 +487,13 @@ def parse_graph_bytes(data: bytes, path=None) -> list[RawGraph]:
 _BUILD_NAME = re.compile(r"^ge_proto_(\d+)_(.+)\.txt$")
 
 
+def dump_stage(file_name: str) -> str | None:
+    """The stage of a GE graph dump file name (``ge_proto_00000320_graph_1_Build.txt`` -> ``graph_1_Build``),
+    or None for another name."""
+    m = _BUILD_NAME.match(file_name)
+    return m.group(2) if m else None
+
+
 def find_build_graphs(directory) -> list[Path]:
     """Return the ``ge_proto_{idx}_{stage}.txt`` files under ``directory`` (recursively) whose stage name
     contains ``Build`` (``..._Build.txt``, ``..._graph_1_Build.txt``, ...), ordered by folder then dump index.
@@ -624,7 +631,8 @@ def model_def_to_text(model) -> str:
 
 
 __all__ = [
-    "OutputInfo", "OpInfo", "Graph", "load_graph", "find_build_graphs", "write_atc_json", "model_def_to_text",
+    "OutputInfo", "OpInfo", "Graph", "load_graph", "find_build_graphs", "dump_stage", "write_atc_json",
+    "model_def_to_text",
     "is_control_input", "format_name", "parse_graph_bytes", "graph_to_atc_dict", "op_from_raw",
     "ops_from_raw_graphs", "raw_graphs_from_proto",
 ]

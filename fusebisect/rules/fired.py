@@ -218,14 +218,16 @@ def _final_stages(graphs: list[Path]) -> list[Path]:
     (``ge_proto_N_Build.txt``, ``ge_proto_N_graph_1_Build.txt``), the other stages of that graph in that folder
     whose names hold "Build" (``PreRunAfterOptimizeGraphBeforeBuild``, ``PreRunAfterBuild``) show the same
     fusions again. A graph without a final stage of its own keeps its stages."""
+    from fusebisect.compare.graph import dump_stage
+
     def stage_of(p: Path) -> tuple[tuple[Path, str], bool]:
-        named = re.match(r"ge_proto_\d+_(.+)\.txt$", p.name)
-        stage = named.group(1) if named else ""
+        stage = dump_stage(p.name) or ""
         graph = re.match(r"(graph_\d+)_", stage)
         key = (p.parent, graph.group(1) if graph else "")
         return key, stage == "Build" or (graph is not None and stage == f"{graph.group(1)}_Build")
-    with_final = {key for key, final in map(stage_of, graphs) if final}
-    return [p for p in graphs if stage_of(p)[1] or stage_of(p)[0] not in with_final]
+    staged = [(p, *stage_of(p)) for p in graphs]
+    with_final = {key for _p, key, final in staged if final}
+    return [p for p, key, final in staged if final or key not in with_final]
 
 
 def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleStat]:
