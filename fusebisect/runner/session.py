@@ -1269,9 +1269,13 @@ class Session:
         before = self.fired_in(base.paths) if base is not None else {}
         cands = set(self.candidates)
         news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
-        fixed = [r for r in news if self.catalog.get(r) is not None and not self.catalog.get(r).can_disable]
+        def locked(r: str) -> bool:   # a rule no switch file can turn off
+            rule = self.catalog.get(r)
+            return rule is not None and not rule.can_disable
+
+        fixed = [r for r in news if locked(r)]
         outside = [r for r in fired if r not in cands and r not in fixed and getattr(fired[r], "effect_times", 1) > 0
-                   and (self.catalog.get(r) is None or self.catalog.get(r).can_disable)]
+                   and not locked(r)]
         ignored = self._switch_ignored()
         stuck = [r for r in outside if r in ignored]   # no switch file can turn these off: not worth a rerun
         outside = [r for r in outside if r not in ignored]
@@ -1304,8 +1308,8 @@ class Session:
         if fixed:
             message += (f". {_short(fixed)}, which cannot be switched off, fired only in that run (turning a pass "
                         "off can let another fuse the same pattern)")
-        always = [e["rule"] for e in self.excluded if e["reason"].startswith("cannot be disabled")
-                  and e["rule"] in before and e["rule"] not in ignored and e["rule"] not in fixed]
+        always = [e["rule"] for e in self.excluded
+                  if locked(e["rule"]) and e["rule"] in before and e["rule"] not in ignored and e["rule"] not in fixed]
         if always:
             message += (f". {_short(always)} fired in the baseline and cannot be switched off, so the cause may be "
                         f"{'that fusion' if len(always) == 1 else 'one of those fusions'}, which no switch file can "
