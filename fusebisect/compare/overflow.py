@@ -680,10 +680,12 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
 def _latest_run_only(tree, root: Path) -> list[str]:
     """Keep the latest run of a dump_path that holds several (one timestamp directory per run), as compare
     does: ops of two runs are not one execution order. Returns the note saying so."""
+    from fusebisect.compare.tree import latest_run
+
     runs = {e.run for e in tree.entries if e.run is not None}
     if len(runs) < 2:
         return []
-    last = max(runs, key=lambda r: (len(r), r))
+    last = latest_run(runs)
     tree.entries = [e for e in tree.entries if e.run is None or e.run == last]
     older = runs - {last}
     # files of an earlier run that could not be read are not this run's problem either

@@ -231,6 +231,11 @@ def _describe_leaves(groups) -> str:
     return "; ".join(parts) or f"{len(groups)} leaf directories"
 
 
+def latest_run(runs) -> str | None:
+    """The latest of the runs (timestamp directory names, all digits; None entries ignored), or None."""
+    return max((r for r in runs if r is not None), key=int, default=None)
+
+
 def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
              earliest: bool = False) -> tuple[DumpTree, DumpTree | None, list[str]]:
     """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
@@ -245,8 +250,8 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
     if all(len(g) <= 1 for g in grouped):
         return my, golden, []
     # a dump_path keeps one timestamp directory per run: only the latest run of each tree takes part
-    latest = [max((int(g[4]) for g in groups if g[4] is not None), default=None) for groups in grouped]
-    runs_of = [{g: e for g, e in groups.items() if last is None or g[4] is None or int(g[4]) == last}
+    latest = [latest_run(g[4] for g in groups) for groups in grouped]
+    runs_of = [{g: e for g, e in groups.items() if last is None or g[4] is None or g[4] == last}
                for groups, last in zip(grouped, latest)]
     # one iteration of a device can hold several models (a train and an eval graph)
     keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in runs_of]
@@ -315,15 +320,13 @@ def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEnt
     else:
         raise DumpFormatError(_missing_reason(root), path=root)
     found: dict[tuple[str, int], GoldenEntry] = {}
-    dirs = sorted({str(file.parent) for file, name in candidates if _GOLDEN_NAME.match(name)})
+    golden = [(file, match) for file, name in candidates if (match := _GOLDEN_NAME.match(name))]
+    dirs = sorted({str(file.parent) for file, _match in golden})
     if len(dirs) > 1:
         shown = ", ".join(os.path.relpath(d, root) for d in dirs[:3]) + (", ..." if len(dirs) > 3 else "")
         raise DumpFormatError(f"golden .npy files in {len(dirs)} directories ({shown}): they are different "
                               "steps or devices, give the one directory to compare with", path=root)
-    for file, name in candidates:
-        match = _GOLDEN_NAME.match(name)
-        if not match:
-            continue
+    for file, match in golden:
         entry = GoldenEntry(file, match["op"], int(match["idx"]), int(match["ts"]))
         key = (entry.op_name, entry.output_index)
         if key not in found or entry.timestamp > found[key].timestamp:
