@@ -56,11 +56,12 @@ def print_json(obj: Any) -> None:
     """Write ``obj`` as JSON to stdout (one document, newline-terminated, valid UTF-8). Text that is not valid
     Unicode (a file name of non-UTF-8 bytes, read with surrogate escapes; a lone surrogate in a file read) is
     written as \\u escapes, so the document stays parseable."""
-    text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False)
+    doc = to_jsonable(obj)
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=True)
+        text = json.dumps(doc, indent=2, ensure_ascii=True)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
