@@ -33,6 +33,7 @@ M = "loss ([0-9.]+)"
     (["-o", "{tmp}/w"], "--output {tmp}/w: that is the --workdir; the production switch file needs a file path"),
     (["--workdir", ""], "--workdir: empty path"),
     (["--workdir", "/proc/fb/w"], "--workdir: cannot create /proc/fb/w in /proc ("),
+    (["--workdir", "{tmp}/dangling"], "--workdir: {tmp}/dangling is a symbolic link to {tmp}/gone/w, which does not exist"),
     (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
     (["--check", "{tmp}/check.sh"], "--check: cannot run command '{tmp}/check.sh': no such file"),
     (["--check", "--jobs", "2"], "--check needs a command, got the option '--jobs'"),
@@ -61,6 +62,7 @@ def test_bad_options_stop_before_any_run(args, msg, capsys, tmp_path):
     marker = tmp_path / "executed"
     work = tmp_path / "w"
     os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "gone" / "w", tmp_path / "dangling")
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     rc = main(["run", "--workdir", str(work), *args, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
     err = capsys.readouterr().err
