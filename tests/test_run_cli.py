@@ -299,6 +299,25 @@ def test_all_off_still_bad_from_a_compile_cache_is_no_verdict(capsys, tmp_path):
     assert "Disable compile caches" in j["message"]
 
 
+def test_not_fusion_says_cannot_be_switched_off_only_of_rules_that_cannot(capsys, tmp_path):
+    """Both an always-on pass and a name no pass has (it cannot reach a switch file) fired in the baseline and
+    were left out of the candidates; only the first is known to be beyond any switch file."""
+    job = tmp_path / "job.sh"
+    fired = ('{"s_0": {"graph_fusion": {%s}}}' % ", ".join(
+        f'"{r}": {{"match_times": "1", "effect_times": "1"}}' for r in ("GeluFusionPass", "AReduceSumFusionPass",
+                                                                       "Gelu Fusion")))
+    job.write_text('if grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"; then\n'
+                   '  echo \'{"s_0": {"graph_fusion": {"AReduceSumFusionPass": {"match_times": "1", '
+                   '"effect_times": "1"}}}}\' > "$ASCEND_WORK_PATH/fusion_result.json"\n'
+                   f"else\n  echo '{fired}' > \"$ASCEND_WORK_PATH/fusion_result.json\"\nfi\nexit 1\n")
+    rc = main(["run", "--json", "--workdir", str(tmp_path / "w"), "--", "bash", str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "not_fusion", j["message"]
+    assert {e["rule"] for e in j["excluded"]} == {"AReduceSumFusionPass", "Gelu Fusion"}
+    assert j["message"].endswith(". AReduceSumFusionPass fired in the baseline and cannot be switched off, so the "
+                                 "cause may be that fusion, which no switch file can remove."), j["message"]
+
+
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
     rest on a switch file nothing shows was read."""
