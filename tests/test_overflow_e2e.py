@@ -386,7 +386,7 @@ def test_a_directory_without_any_dump_is_an_error_not_no_overflow(tmp_path, caps
     assert "no dump files here" in captured.err and "No overflow" not in captured.out
 
 
-def test_an_op_dump_from_another_iteration_or_after_the_record_is_never_matched(tmp_path, monkeypatch):
+def test_an_op_dump_from_another_iteration_is_never_matched(tmp_path, monkeypatch):
     # iteration 0's record has no op dump there; iteration 1's op has its task id. However the path is typed
     # (a relative '.', inside the timestamp dir), that op is not the one that overflowed.
     write_opdebug(leaf_dir(tmp_path, 0), new_record(3, 0, 0x20), T0 + 5, "binary")
@@ -394,13 +394,26 @@ def test_an_op_dump_from_another_iteration_or_after_the_record_is_never_matched(
     monkeypatch.chdir(tmp_path / "20240101000000")
     [found] = analyse(".").overflows
     assert found.dump_file is None
-    # the same iteration, the task id reused by an op dumped after the record: not it either
+
+
+def test_the_task_dumped_after_its_record_is_matched_with_a_note_the_last_one_before_wins(tmp_path):
+    # the only dump of the task is timestamped after the Opdebug file: it is still that task's op (msaccucmp
+    # takes the earliest dump of the task id), and the report says how it was matched
     later = tmp_path / "later"
     later.mkdir()
     write_opdebug(later, new_record(3, 0, 0x20), T0 + 12, "binary")
-    write_op(later, "Add", "y_later_clean", 3, 0, T0 + 30, [CLEAN], [CLEAN], "binary")
-    [found] = analyse(later).overflows
-    assert found.dump_file is None
+    write_op(later, "Add", "y_later", 3, 0, T0 + 30, [CLEAN], [SATURATED], "binary")
+    write_op(later, "Add", "y_later_still", 3, 0, T0 + 40, [CLEAN], [CLEAN], "binary")
+    report = analyse(later)
+    [found] = report.overflows
+    assert found.op_name == "y_later" and found.matched
+    assert any("matched an op dump timestamped after the Opdebug file" in n for n in report.notes), report.notes
+    # of dumps on both sides of the record (the task ran in a loop), the last one before it
+    write_op(later, "Add", "y_before", 3, 0, T0 + 5, [CLEAN], [SATURATED], "binary")
+    write_op(later, "Add", "y_long_before", 3, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    report = analyse(later)
+    assert [o.op_name for o in report.overflows] == ["y_before"]
+    assert not any("timestamped after" in n for n in report.notes)
 
 
 def test_an_op_dump_from_another_run_of_the_same_dump_root_is_never_matched(tmp_path):

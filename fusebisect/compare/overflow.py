@@ -632,9 +632,12 @@ def _match(rec: OverflowRecord, candidates: list, debug_ts: int, debug_stream: i
         return None
     exact = [e for e in pool if rec.context_id is not None and _name_id(e, "context_id") == rec.context_id]
     pool = exact or pool
-    # the op's dump is written before its Opdebug record: a later dump of that task id is another op
+    # the op's dump is written before its Opdebug record: of several dumps of that task id (a loop), the last one
+    # before the record; when every one is later (clocks of other streams), the first of them
     before = [e for e in pool if e.timestamp <= debug_ts]
-    return max(before, key=lambda e: e.timestamp) if before else None
+    if before:
+        return max(before, key=lambda e: e.timestamp)
+    return min(pool, key=lambda e: e.timestamp)
 
 
 def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> OverflowReport:
@@ -723,6 +726,7 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
 
     found: list[tuple[tuple, OverflowRecord, Any, Any]] = []
     zero_files = 0
+    later: list[str] = []   # matches timestamped after their Opdebug file
     for dbg in debug_entries:
         try:
             dump = read_dump(dbg.path)
@@ -752,6 +756,8 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
                 any_overflow = True
                 cands = index.get(_leaf_dir(dbg), {}).get(rec.task_id, [])
                 op = _match(rec, cands, dbg.timestamp, _stream(dbg))
+                if op is not None and op.timestamp > dbg.timestamp:
+                    later.append(f"{op.path.name} (task {rec.task_id})")
                 ts = op.timestamp if op is not None else dbg.timestamp
                 found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
         if len(failures) == len(dump.outputs):   # not one record decoded: this file tells nothing
@@ -762,6 +768,9 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
             zero_files += 1
     if zero_files:
         report.notes.append(f"{zero_files} Opdebug file(s) hold only zero status words (no overflow)")
+    if later:
+        report.notes.append(f"{len(later)} overflow record(s) matched an op dump timestamped after the Opdebug file "
+                            f"(no earlier dump of that task, e.g. {later[0]}): check the op names against the graph")
     found.sort(key=lambda item: item[0])
     report.total = len(found)
     for (ts, *_), rec, op, dbg in found[:limit]:
