@@ -179,6 +179,18 @@ def test_json_duplicate_keys_keep_the_last_as_cann_reads_them():
     assert [(p.severity, p.line, p.column, p.rule or p.section) for p in dup] == [("warning", 1, 53, "A"),
                                                                                  ("warning", 2, 13, "UBFusion")]
     assert not report.ok and "keeps only the last one" in dup[0].message
+    # an earlier copy of a section, of Switch, or of a Priority level is never judged: only what CANN keeps
+    for kept_last in ('{"Switch": {"GraphFusion": {"GeluFusionPass": "maybe"}, "GraphFusion": {"GeluFusionPass": '
+                      '"off"}}}',
+                      '{"Switch": {"GraphFusion": {"GeluFusionPass": "maybe"}}, "Switch": {"GraphFusion": '
+                      '{"GeluFusionPass": "off"}}}'):
+        assert parse_switch_text(kept_last).graph == {"GeluFusionPass": "off"}
+        report = check_switch_text(kept_last, default_catalog())
+        assert [(p.severity, p.code) for p in report.problems] == [("warning", "duplicate")], report.problems
+    prio = ('{"Switch": {"GraphFusion": {"GeluFusionPass": "on"}}, "Priority": {"GraphFusion": {"Top": '
+            '{"GeluFusionPass": "5000"}, "Top": {"GeluFusionPass": "5"}}}}')
+    report = check_switch_text(prio, default_catalog())
+    assert [(p.severity, p.code) for p in report.problems] == [("warning", "duplicate")], report.problems
 
 
 def test_legacy_format():

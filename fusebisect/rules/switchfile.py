@@ -327,11 +327,15 @@ def _check_priority(node: Node, add) -> None:
     that is not a string holding an integer (a JSON number throws in its reader), one outside its level's range,
     a pass in two levels of one section (one set of names spans Top, Main and Down). A pass twice in one level is
     a warning: the JSON reader keeps its last value before FE looks."""
-    for sec, _sec_at, levels in node.pairs or []:
+    def twice_at(label):
+        return lambda key, at: add("duplicate", f"{label}{key} appears twice: CANN reads the last one only", at,
+                                   severity="warning")
+
+    for sec, _sec_at, levels in _kept_pairs(node, twice_at("Priority.")):
         if levels.kind != "object":
             continue   # the schema names the type
         seen: dict[str, str] = {}    # pass name -> the level that named it first
-        for level, _level_at, passes in levels.pairs or []:
+        for level, _level_at, passes in _kept_pairs(levels, twice_at(f"Priority.{sec}.")):
             bounds = PRIORITY_RANGES.get(level.strip())
             if bounds is None or passes.kind != "object":
                 continue
@@ -371,16 +375,14 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
     if root.kind != "object":
         add("not-object", "the file must be a JSON object with a \"Switch\" key", root.offset)
         return cfg
-    # CANN reads the file with nlohmann::json, which keeps the last of duplicate keys (at every level).
+    # CANN reads the file with nlohmann::json, which keeps the last of duplicate keys (at every level): an earlier
+    # copy is never judged.
     last = "; CANN's JSON reader keeps only the last one"
-    seen_top: set[str] = set()
-    for key, key_at, node in root.pairs or []:
-        if key in seen_top:
-            add("duplicate", f"duplicate top-level key {key!r}{last}", key_at, severity="warning")
-            if key == "Switch":
-                for k in KINDS:
-                    cfg.section(k).clear()
-        seen_top.add(key)
+
+    def top_twice(key, at):
+        add("duplicate", f"duplicate top-level key {key!r}{last}", at, severity="warning")
+
+    for key, key_at, node in _kept_pairs(root, top_twice):
         if key not in TOP_LEVEL_KEYS:
             hint = next((k for k in TOP_LEVEL_KEYS if k.lower() == key.lower()), None)
             add("top-level-key", f"top-level key {key!r} is not allowed: CANN accepts only Switch, Priority and "
@@ -390,14 +392,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
             if node.kind != "object":
                 add("type", "\"Switch\" must be an object with GraphFusion and/or UBFusion", node.offset)
                 continue
-            seen_sec: set[str] = set()
-            for sec, sec_at, sec_node in node.pairs or []:
-                if sec in seen_sec:
-                    add("duplicate", f"duplicate section {sec!r} in Switch{last}", sec_at, section=sec,
-                        severity="warning")
-                    if sec in KINDS:
-                        cfg.section(sec).clear()
-                seen_sec.add(sec)
+            def sec_twice(sec, at):
+                add("duplicate", f"duplicate section {sec!r} in Switch{last}", at, section=sec, severity="warning")
+
+            for sec, sec_at, sec_node in _kept_pairs(node, sec_twice):
                 if sec not in KINDS:
                     hint = next((k for k in KINDS if k.lower() == sec.lower()), None)
                     add("section", f"unknown section {sec!r} in Switch: expected GraphFusion or UBFusion"
@@ -443,7 +441,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                 add("type", "\"ExceptionalPassOfO1Level\" must be an array of pass names", node.offset)
                 continue
             cfg.o1_exceptions = list(node.value)  # type: ignore[arg-type]
-    if "Switch" not in seen_top and not problems:
+    if not any(key == "Switch" for key, _at, _node in root.pairs or []) and not problems:
         add("no-switch", "no \"Switch\" key: this file switches nothing", root.offset, severity="warning")
     return cfg
 
