@@ -134,6 +134,10 @@ def test_fired_rules_from_a_work_directory(tmp_path):
         "TbeEltwiseFusionPass": ("UBFusion", 1, 1),       # effect 0 in the statistics, but on a Build op
     }
     assert "ZeroEffectFusionPass" not in got and "NotBuildStagePass" not in got
+    # where it took effect: the statistics' graphs (the Build graph dumped is one of them, under its own name)
+    assert fired_rules(work)["ConvBatchnormFusionPass"].graphs == ["session_and_graph_id_0_1",
+                                                                   "session_and_graph_id_0_2", "session_0_graph_7"]
+    assert fired_rules(work)["OnlyInGraphPass"].graphs == ["ge_default_1"]
 
 
 def test_fired_rules_of_single_files_and_empty_dir(tmp_path):

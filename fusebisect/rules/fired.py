@@ -287,8 +287,9 @@ def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleS
             if have is None:
                 out[name] = gstat
                 continue
-            have.graphs.extend(g for g in gstat.graphs if g not in have.graphs)
-            if name not in from_results:   # counted from graphs alone: every file's ops count
+            if name not in from_results:   # counted from graphs alone: every file's ops count (the results
+                # name their graphs by session and graph id, the dumps by graph name: one graph, two labels)
+                have.graphs.extend(g for g in gstat.graphs if g not in have.graphs)
                 have.match_times += gstat.match_times
                 have.effect_times += gstat.effect_times
     if errors:
