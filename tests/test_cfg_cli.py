@@ -241,6 +241,12 @@ def test_cfg_effective_flags_misspelt_and_misplaced_names(capsys, tmp_path):
     assert "move it to Switch.UBFusion" in ub["notes"][0]
     rc, out, err = run(capsys, "cfg", "effective", str(f))
     assert rc == 0 and "off?" in out and "did you mean" in out and "cfg check" in err
+    # a note on ALL is shown whole (it holds '": "' itself); ALL is the section's key, not a pass in doubt
+    f.write_text('{"Switch": {"UBFusion": {"ALL": "off"}}}', encoding="utf-8")
+    [note] = effective_rows(capsys, f, "--rule", "ALL")["ALL"]["notes"]
+    assert note.startswith("Switch.UBFusion.ALL = off leaves on the passes CANN's built-in config names \"on\""), note
+    rc, out, err = run(capsys, "cfg", "effective", str(f), "--rule", "ALL")
+    assert rc == 0 and "off?" not in out
 
 
 def test_cfg_diff(capsys, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
@@ -171,7 +173,10 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         for p in name_problems(config, catalog):
             if p.severity == "warning" and p.rule and p.code not in ("cannot-disable", "own-o1-exception"):
                 # (those two are the reason itself)
-                notes.setdefault(p.rule, []).append(p.message.split(": ", 1)[-1])
+                # without its "Switch.<section>.<rule>: " label (the row names the rule)
+                label = re.compile(rf"(Switch\.\w+\.)?{re.escape(p.rule)}: ")
+                notes.setdefault(p.rule, []).append(label.sub("", p.message, count=1) if label.match(p.message)
+                                                    else p.message)
         rows = []
         for name in names:
             on, why = explain_state(name, config, catalog)
@@ -195,7 +200,8 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         table.add_column("why", overflow="fold", min_width=24)
         for r in rows:
             # A name the catalog lacks is off only if CANN has a pass of exactly that name.
-            state = r["effective"] + ("?" if r["kind"] == "not in catalog" and r["effective"] == "off" else "")
+            state = r["effective"] + ("?" if r["kind"] == "not in catalog" and r["effective"] == "off"
+                                      and r["rule"] != ALL else "")
             why = escape(r["reason"]) + "".join(f"\n[yellow]{escape(n)}[/]" for n in r["notes"])
             table.add_row(escape(r["rule"]), state, why, style=None if r["effective"] == "off" else "dim")
         if not rows:
