@@ -387,6 +387,32 @@ def test_the_msaccucmp_engine_names_the_cann_library_binary_dumps_need(tmp_path,
     assert rc == 2 and "msaccucmp could not read the dumps: Failed to load libascend_dump_parser.so" in err
 
 
+@pytest.mark.msaccucmp
+def test_the_msaccucmp_engine_judges_its_nan_cells(tmp_path, capsys, msaccucmp):
+    """msaccucmp's CSV has NaN metrics and no reason for NaN/Inf: its mean/std cell tells which side holds them,
+    and "All the data is zero" in one side is cosine 0, as the native verdict takes them; NaN/Inf on both sides
+    cannot be judged from the cells, and the row says so."""
+    nan, mask, other = X.copy(), X.copy(), X * 2
+    nan[1, 2] = np.nan
+    mask[0, :3] = -np.inf
+    other[0, :3] = -np.inf
+    ops = {"ok": (X, X), "mask_both": (other, mask), "zeros": (np.zeros_like(X), X), "nan_mine": (nan, X)}
+    for k, (op, (mine, golden)) in enumerate(ops.items()):
+        for side, data in (("my", mine), ("gold", golden)):
+            (tmp_path / side).mkdir(exist_ok=True)
+            write_dump(tmp_path / side / f"Add.{op}.1.0.{TS + k}", op_name=op, inputs=[X], outputs=[data],
+                       encoding="nano")
+    rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json", "--engine", "msaccucmp",
+               "--msaccucmp", str(msaccucmp.script)])
+    out = json.loads(capsys.readouterr().out)
+    rows = {t["op"]: t for t in out["tensors"] if ":output:" in t["tensor"]}
+    assert rc == 1 and out["first_divergence"]["tensor"] == "zeros:output:0", out["first_divergence"]
+    assert rows["zeros"]["finite_cosine"] == 0.0
+    assert rows["nan_mine"]["nonfinite"] == 1 and rows["nan_mine"]["reason"].startswith("NaN/Inf in my tensor only")
+    assert not rows["mask_both"]["compared"] and rows["mask_both"]["reason"].startswith("NaN/Inf on both sides")
+    assert rows["ok"]["compared"] and rows["ok"]["nonfinite"] == 0
+
+
 def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, capsys):
     """Iterations (and devices) hold different data: an op missing from the latest iteration must not be taken
     from an older one, which would be a divergence that is not there."""

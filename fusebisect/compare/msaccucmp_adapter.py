@@ -130,6 +130,44 @@ def _metric(text: str, name: str):
         return Value(math.nan, text)
 
 
+_STD_CELL = re.compile(r"\(([^;()]*);([^;()]*)\),\(([^;()]*);([^;()]*)\)")
+
+
+def _judge_nan_cells(row: CompareRow) -> None:
+    """What a row's NaN cosine means, from msaccucmp's own cells (its CSV gives no reason for NaN/Inf): NaN/Inf
+    on one side only shows in that side's mean/std of the StandardDeviation cell (a divergence: ``nonfinite`` 1,
+    the count is not in the CSV); "All the data is zero" in one side alone is cosine 0, as the native verdict
+    takes it. NaN/Inf on both sides cannot be judged from the cells: the note says so."""
+    cos = row.cosine
+    if cos is None or not math.isnan(cos):
+        return
+    if "All the data is zero" in row.fail_reason:   # one side only: both all zero reads 1.0
+        row.finite_cosine = 0.0
+        mae = row.max_abs_error
+        row.finite_max_abs_error = mae if mae is not None and math.isfinite(mae) else math.nan
+        return
+    if row.fail_reason:   # msaccucmp said why it did not compare
+        return
+    cell = _STD_CELL.fullmatch(str(row.metrics.get("StandardDeviation", "")).strip())
+    if cell is None:
+        row.note = ("msaccucmp's metrics are NaN and its CSV says not why (NaN/Inf in the data?): add "
+                    "StandardDeviation to the algorithms, or use the native engine, to tell")
+        return
+    try:
+        stats = [float(v) for v in cell.groups()]
+    except ValueError:
+        return
+    mine = not all(math.isfinite(v) for v in stats[:2])
+    golden = not all(math.isfinite(v) for v in stats[2:])
+    if mine != golden:
+        row.nonfinite = 1
+        row.note = (f"NaN/Inf in {'my tensor' if mine else 'the golden'} only (msaccucmp's mean/std cell; its CSV "
+                    "does not count them)")
+    elif mine:
+        row.note = ("NaN/Inf on both sides: msaccucmp's metrics are NaN whatever the other elements hold (the "
+                    "native engine compares those)")
+
+
 def _int_or_none(text: str) -> int | None:
     try:
         return int(text)
@@ -186,6 +224,7 @@ def read_result_csv(path, *, cosine: float = 0.99, max_abs_error: float | None =
             golden_address=_int_or_none(cells[golden_addr_col]) if golden_addr_col is not None else None,
             pass_names=list(info.pass_names) if info else [], ub_pass_name=info.ub_pass_name if info else None,
             original_ops=list(info.original_op_names) if info else [])
+        _judge_nan_cells(row)
         out.append(row)
     unmatched = [{"op": r.my_op, "side": "my" if "my output" in r.fail_reason else "golden",
                   "reason": r.fail_reason} for r in out if "There is no" in r.fail_reason]
