@@ -58,6 +58,7 @@ def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):
     w = tmp_path / "w"
     assert set_aside_previous_run(w) is None  # nothing to move
     (w / "trials" / "0001-abc").mkdir(parents=True)
+    (w / "repro" / "good" / "dump").mkdir(parents=True)   # the reproduction commands' trial dirs
     for name in ("journal.jsonl", "result.json", "report.html", "report.md", "fusion_switch.cfg"):
         (w / name).write_text(name)
     (w / "out").mkdir()
@@ -67,7 +68,7 @@ def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):
     target, moved = set_aside_previous_run(w, [w / "out" / "prod.cfg", tmp_path / "elsewhere.cfg"])
     assert target.parent == w / "previous"
     assert sorted(moved) == sorted(["journal.jsonl", "result.json", "report.html", "report.md",
-                                    "fusion_switch.cfg", "trials", "out/prod.cfg"])
+                                    "fusion_switch.cfg", "trials", "repro", "out/prod.cfg"])
     for rel in moved:
         assert (target / rel).exists() and not (w / rel).exists()
     assert (target / "report.md").read_text() == "report.md" and (target / "trials" / "0001-abc").is_dir()

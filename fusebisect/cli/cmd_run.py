@@ -104,8 +104,8 @@ def register(app: typer.Typer) -> None:
                                  ] = False,
         workdir: Annotated[str, typer.Option(help="Journal, trials and results.")] = "fusebisect-work",
         fresh: Annotated[bool, typer.Option("--fresh", help="Start over: the previous run's journal, result.json, "
-                                                            "reports, production switch file and trials move to "
-                                                            "WORKDIR/previous/.")] = False,
+                                                            "reports, production switch file, trials and repro dirs "
+                                                            "move to WORKDIR/previous/.")] = False,
         output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Production fusion_switch.cfg "
                                                        "(default WORKDIR/fusion_switch.cfg).")] = None,
         no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip the final run with the production "

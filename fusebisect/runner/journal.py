@@ -122,7 +122,7 @@ class Journal:
 
 
 # What one run leaves in its workdir besides the content-hashed switch/ files (which any run may share)
-RUN_OUTPUTS = (JOURNAL_NAME, "result.json", "report.html", "report.md", "fusion_switch.cfg", "trials")
+RUN_OUTPUTS = (JOURNAL_NAME, "result.json", "report.html", "report.md", "fusion_switch.cfg", "trials", "repro")
 PREVIOUS_DIR = "previous"
 
 
