@@ -37,6 +37,15 @@ def test_demo_finds_the_faulty_rule(mode, capsys):
     assert out["verify"]["outcome"] == "good"
 
 
+def test_demo_ignores_simulator_settings_left_in_the_environment(capsys, monkeypatch):
+    monkeypatch.setenv("FUSEBISECT_SIM_CRASH_WHEN", "LayerNormFusionPass=off")   # every reference run would crash
+    monkeypatch.setenv("FUSEBISECT_SIM_FLAKY", "1")
+    rc = main(["demo", "--faulty", "LayerNormFusionPass", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0 and [c["rules"] for c in json.loads(captured.out)["culprits"]] == [["LayerNormFusionPass"]]
+    assert "the demo's job ignores FUSEBISECT_SIM_CRASH_WHEN, FUSEBISECT_SIM_FLAKY" in captured.err
+
+
 def test_demo_with_dumps_writes_reports_and_production_cfg(demo_dumps):
     result = json.loads((demo_dumps / "result.json").read_text())
     assert [c["rules"] for c in result["culprits"]] == [["GeluFusionPass"]]

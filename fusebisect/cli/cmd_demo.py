@@ -7,6 +7,7 @@ fusion rules is made faulty, and a complete ``fusebisect run`` searches for it w
 from __future__ import annotations
 
 import functools
+import os
 import random
 import shlex
 import shutil
@@ -149,9 +150,15 @@ def register(app: typer.Typer) -> None:
         root = Path(workdir) if keep else Path(tempfile.mkdtemp(prefix="fusebisect-demo-"))
         common.log(f"[bold]fusebisect demo[/bold]: the SIMULATED job has a faulty fusion rule (hidden from the "
                    f"search: {faulty}); oracle: {mode}; workdir: {escape(str(root))}", markup=True)
+        # the simulator also reads FUSEBISECT_SIM_* (flaky runs, crashes, overflow...): left over from
+        # experiments with it, they would change the job the demo describes
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FUSEBISECT_SIM_")}
+        dropped = sorted(set(os.environ) - set(env))
+        if dropped:
+            common.log(f"(the demo's job ignores {', '.join(dropped)}: its options set the simulated job)")
         try:
             opts = demo_options(mode, faulty, root, steps=steps, seed=seed or 0)
-            res, (html_path, md_path) = run_session(opts)
+            res, (html_path, md_path) = run_session(opts, env=env)
             if as_json:
                 common.print_json({**res.run_json, "demo": {"faulty": faulty, "mode": mode}})
             else:

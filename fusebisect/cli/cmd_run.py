@@ -44,14 +44,15 @@ def _split_csv(value: str | None) -> list[str] | None:
     return items  # (ids are checked by the runner)
 
 
-def run_session(opts):
-    """Run a search session with progress on stderr, then write its report.html/report.md.
+def run_session(opts, env: dict | None = None):
+    """Run a search session with progress on stderr, then write its report.html/report.md. ``env``: the jobs'
+    environment (default: this process's).
 
     Returns (SessionResult, (html path, markdown path)); Ctrl-C exits 130, SIGTERM 143, with the journal kept."""
     from fusebisect.report import write_run_reports
     from fusebisect.runner.session import Interrupted, Progress, Session
 
-    session = Session(opts, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose))
+    session = Session(opts, env=env, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose))
     try:
         res = session.run()
     except Interrupted as exc:
