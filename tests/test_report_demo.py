@@ -178,9 +178,13 @@ def test_run_writes_its_reports_into_the_workdir(tmp_path, capsys):
 def test_report_never_writes_over_the_runs_own_files_and_names_a_bad_journal_field(demo_dumps, tmp_path, capsys):
     journal = demo_dumps / "journal.jsonl"
     before = journal.read_bytes()
+    link = tmp_path / "latest"
+    link.symlink_to(demo_dumps)
     for flag in ("--markdown", "--html"):
-        assert main(["report", str(demo_dumps), flag, str(journal)]) == 2
-        assert "that is the run's own journal.jsonl" in capsys.readouterr().err
+        # however the path is spelt: through '..', or through a link to the workdir
+        for out in (journal, demo_dumps / ".." / demo_dumps.name / "journal.jsonl", link / "result.json"):
+            assert main(["report", str(demo_dumps), flag, str(out)]) == 2
+            assert f"that is the run's own {out.name}" in capsys.readouterr().err
     assert journal.read_bytes() == before
     edited = tmp_path / "edited"
     shutil.copytree(demo_dumps, edited)

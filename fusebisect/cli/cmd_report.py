@@ -66,12 +66,13 @@ def register(app: typer.Typer) -> None:
 
         from fusebisect.fsutil import check_output_file
 
+        own = {(Path(workdir) / n).resolve(): n for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}
         for flag, out in (("--html", html), ("--markdown", markdown)):
             check_output_file(out, flag)
-            if out is not None and Path(out).absolute() in {(Path(workdir) / n).absolute()
-                                                            for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}:
-                raise UsageError(f"{flag} {out}: that is the run's own {Path(out).name}, which the report is read from")
-        if html is not None and markdown is not None and Path(html).absolute() == Path(markdown).absolute():
+            if out is not None and Path(out).resolve() in own:   # resolved: w/../w/journal.jsonl, a linked workdir
+                raise UsageError(f"{flag} {out}: that is the run's own {own[Path(out).resolve()]}, which the report "
+                                 "is read from")
+        if html is not None and markdown is not None and Path(html).resolve() == Path(markdown).resolve():
             raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)
         production = (view.result or {}).get("switch_file")
