@@ -22,6 +22,12 @@ def test_a_switch_file_gives_the_rules_it_names(tmp_path, prefix):
     assert sorted(load_rules_spec(str(cfg))) == ["GeluFusionPass", "TbeEltwiseFusionPass"]
 
 
+def test_an_old_format_switch_file_gives_the_rules_it_names(tmp_path):
+    cfg = tmp_path / "fusion_switch.cfg"
+    cfg.write_text("GeluFusionPass:off\nTbeEltwiseFusionPass : off\nMulAddFusionPass:on\n", encoding="utf-8")
+    assert sorted(load_rules_spec(str(cfg))) == ["GeluFusionPass", "MulAddFusionPass", "TbeEltwiseFusionPass"]
+
+
 def test_bad_names_and_empty_lists_are_usage_errors(tmp_path):
     with pytest.raises(UsageError, match="--rules"):
         load_rules_spec("Gelu$Pass")

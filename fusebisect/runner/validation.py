@@ -231,8 +231,11 @@ def load_rules_spec(spec: str) -> list[str]:
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
         content = any(ln.strip() and not ln.strip().startswith(("#", "//")) for ln in text.splitlines())
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         if content and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
             names = parse_switch_text(text, path=path).mentioned()
+        elif lines and all(ln.partition(":")[2].strip() in ("on", "off") for ln in lines):
+            names = parse_switch_text(text, path=path).mentioned()   # an old-format switch file: Pass:off lines
         else:
             for line in text.splitlines():
                 line = line.split("#", 1)[0]
