@@ -154,5 +154,8 @@ _UMASK = _read_umask()
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
-    """Write ``text`` to ``path`` atomically; return the path. Raises OSError on I/O failure."""
-    return atomic_write_bytes(path, text.encode(encoding))
+    """Write ``text`` to ``path`` atomically; return the path. Raises OSError on I/O failure.
+
+    A character the encoding cannot hold (a file name's non-UTF-8 byte, which Python reads as a lone surrogate)
+    is written as its ``\\uXXXX`` escape: in a JSON string that is the same text again."""
+    return atomic_write_bytes(path, text.encode(encoding, errors="backslashreplace"))

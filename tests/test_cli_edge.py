@@ -161,3 +161,27 @@ def test_a_fifo_given_as_dump_input_is_named_for_what_it_is(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert "not a regular file (a FIFO" in err and "no such file" not in err, argv
+
+
+def test_a_run_and_its_reports_in_a_directory_whose_name_is_not_utf8(tmp_path, capsys, monkeypatch):
+    """A non-UTF-8 byte in the workdir, an argument or an output path (Python reads it as a lone surrogate)
+    reaches the journal, result.json and the HTML as its \\udcff escape, which reads back as the same path."""
+    monkeypatch.chdir(tmp_path)
+    work = Path(os.fsdecode(b"w\xff"))
+    prod = Path(os.fsdecode(b"p\xff.cfg"))
+    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "-o", str(prod), "--",
+            sys.executable, "-m", "fusebisect.sim", "train", "--steps", "3", "--faulty", "GeluFusionPass"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["status"] == "found" and first["switch_file"] == str(prod.absolute())
+    assert json.loads((work / "result.json").read_text(encoding="utf-8"))["switch_file"] == str(prod.absolute())
+    assert main(argv) == 0   # resumes from the journal
+    assert json.loads(capsys.readouterr().out)["executions"] == first["executions"]
+    # the fusebisect process prints such a path whatever the locale made its streams (a strict UTF-8 one here)
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    done = subprocess.run([sys.executable, "-m", "fusebisect", "report", str(work), "--html", str(work / "again.html")],
+                          capture_output=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "\\udcff" in (work / "again.html").read_text(encoding="utf-8")
+    shown = subprocess.run([sys.executable, "-m", "fusebisect", "report", str(work)], capture_output=True, env=env)
+    assert shown.returncode == 0 and bytes(prod.absolute()) in shown.stdout, shown.stderr

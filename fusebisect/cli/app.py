@@ -77,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         from fusebisect.allocator import tune_allocator
 
         tune_allocator()
+        # A file name's non-UTF-8 byte is a lone surrogate in Python: print it back as that byte (stdout, as ls
+        # does) or as its escape (stderr), not as an internal error, whatever the locale made the streams.
+        for stream, errors in ((sys.stdout, "surrogateescape"), (sys.stderr, "backslashreplace")):
+            if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+                stream.reconfigure(errors=errors)
     try:
         rv = app(args=args, prog_name="fusebisect", standalone_mode=False)
     except FusebisectError as exc:
