@@ -57,6 +57,23 @@ def test_parse_metric_skips_non_numbers_and_reads_nan():
     assert len(values) == 2 and math.isnan(values[1])
 
 
+def test_a_loss_printed_as_nan_counts_even_where_the_group_cannot_match_it():
+    """'loss ([0-9.]+)' cannot capture 'loss nan': the last match would be the last finite loss before the job
+    diverged (a GOOD verdict for a NaN run). The NaN/Inf printed in the number's place is read as a value."""
+    spec = compile_metric(r"step \d+ loss[:=] ?([0-9.]+) lr")
+    log = "step 1 loss: 1.5 lr\nstep 2 loss=NaN lr\nstep 3 loss: -inf lr\nstep 4 loss info lr\nstep 5 loss: nanos lr\n"
+    values = parse_metric(log, spec)
+    assert values[0] == 1.5 and math.isnan(values[1]) and values[2] == -math.inf and len(values) == 3
+    named = compile_metric(r"loss=(?P<v>[\d.]+) \(x\)")
+    assert math.isnan(parse_metric("loss=1.0 (x)\nloss=nan (x)\n", named)[-1])
+    capturing = compile_metric(r"loss ([0-9.]+|nan)")   # the group matches nan itself: read once
+    assert len(parse_metric("loss 1.0\nloss nan\n", capturing)) == 2
+    j = Judge(metric=compile_metric(r"loss ([0-9.]+)"))
+    v = j.judge(m(metric=parse_metric("loss 1.0\nloss nan\n", j.metric)[-1]), reference=m(metric=1.0),
+                is_reference=False)
+    assert v.outcome == BAD and v.reason == "metric nan vs reference 1"
+
+
 def test_log_pieces_end_at_line_ends_and_lose_no_match(tmp_path):
     log = tmp_path / "stdout.log"
     lines = [f"step {i} loss {i / 7:.6f} " + "x" * (i % 50) for i in range(3000)]

@@ -69,6 +69,55 @@ class MetricSpec:
     rtol: float = 1e-2
     atol: float = 0.0
     expect: float | None = None
+    nonfinite: re.Pattern | None = None   # the pattern with its group matching nan/inf instead (see compile_metric)
+
+
+_NONFINITE = "(?i:[-+]?(?:nan|inf(?:inity)?)(?![a-z0-9_.]))"   # a whole word: not "loss info"
+
+
+def _group_span(regex: str) -> tuple[int, int] | None:
+    """(start, end) of the body of the one capture group of ``regex`` (between its parentheses), or None."""
+    i, n, start, depth, klass = 0, len(regex), None, 0, False
+    while i < n:
+        c = regex[i]
+        if c == "\\":
+            i += 2
+            continue
+        if klass:
+            klass = c != "]"
+        elif c == "[":
+            klass = True
+            if regex[i + 1:i + 2] == "]":   # a ']' first in a class is a literal
+                i += 1
+        elif c == "(":
+            depth += 1
+            if start is None:
+                if not regex.startswith("?", i + 1):
+                    start, level = i + 1, depth
+                elif regex.startswith("?P<", i + 1):
+                    close = regex.find(">", i)
+                    if close < 0:
+                        return None
+                    start, level = close + 1, depth
+        elif c == ")":
+            if start is not None and depth == level:
+                return start, i
+            depth -= 1
+        i += 1
+    return None
+
+
+def _nonfinite_variant(pattern: re.Pattern) -> re.Pattern | None:
+    """``pattern`` with its capture group's body replaced by nan/inf (any case, signed), or None: the loss a
+    job prints once it diverges ('loss nan'), which a group like ``([0-9.]+)`` does not match."""
+    span = _group_span(pattern.pattern)
+    if span is None:
+        return None
+    try:
+        variant = re.compile(pattern.pattern[:span[0]] + _NONFINITE + pattern.pattern[span[1]:], pattern.flags)
+    except re.error:
+        return None
+    return variant if variant.groups == 1 else None
 
 
 def compile_metric(regex: str, *, mode: str = "last", rtol: float = 1e-2, atol: float = 0.0,
@@ -86,19 +135,24 @@ def compile_metric(regex: str, *, mode: str = "last", rtol: float = 1e-2, atol: 
         raise UsageError(f"--metric-mode: {mode!r} is not one of last, curve")
     if rtol < 0 or atol < 0:
         raise UsageError("--rtol/--atol must be >= 0")
-    return MetricSpec(pattern=pattern, mode=mode, rtol=rtol, atol=atol, expect=expect)
+    return MetricSpec(pattern=pattern, mode=mode, rtol=rtol, atol=atol, expect=expect,
+                      nonfinite=_nonfinite_variant(pattern))
 
 
 def parse_metric(text: str, spec: MetricSpec) -> list[float]:
-    """Return every number captured by ``spec.pattern`` in ``text`` (matches that are not numbers are skipped;
-    'nan'/'inf' are numbers)."""
-    values = []
+    """Return every number captured by ``spec.pattern`` in ``text``, in order (matches that are not numbers are
+    skipped; 'nan'/'inf' are numbers). Where the pattern's group cannot match a NaN/Inf the job printed in its
+    place ('loss nan' for 'loss ([0-9.]+)'), that NaN/Inf is a value too: the loss did not stop, it diverged."""
+    found: dict[int, float] = {}
     for match in spec.pattern.finditer(text):
         try:
-            values.append(float(match.group(1)))
+            found[match.start()] = float(match.group(1))
         except (TypeError, ValueError):
             continue
-    return values
+    if spec.nonfinite is not None:
+        for match in spec.nonfinite.finditer(text):
+            found.setdefault(match.start(), float(match.group(1)))
+    return [found[k] for k in sorted(found)]
 
 
 def close(value: float, reference: float, rtol: float, atol: float) -> bool:

@@ -594,7 +594,7 @@ class Session:
         hint = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
         raise UsageError(f"--metric {self.opts.metric!r} matched nothing in run {rec.index} ({rec.role}), which "
                          f"exited 0 (output in {rec.paths.stdout_path.parent}){hint}. Fix the pattern (one "
-                         f"capture group around the number; nan/inf too if the job can print them) and rerun "
+                         f"capture group around the number) and rerun "
                          f"with --fresh")
 
     def exclude(self, rules: Sequence[str], reason: str, *, journal: bool = True) -> None:
