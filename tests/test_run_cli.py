@@ -318,6 +318,34 @@ def test_not_fusion_says_cannot_be_switched_off_only_of_rules_that_cannot(capsys
                                  "cause may be that fusion, which no switch file can remove."), j["message"]
 
 
+def test_a_flaky_first_reference_run_does_not_decide_every_verdict(capsys, tmp_path):
+    """Bad while GeluFusionPass is on, but the first all-off run (the reference) printed a flipped loss. Judged
+    against that one sample every other all-off run was BAD and GeluFusionPass came out bad while *off*. Once
+    three all-off runs exist, the one in their middle is the reference and every run is judged again."""
+    job = tmp_path / "job.sh"
+    flip = tmp_path / "flipped"
+    job.write_text('if grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"; then\n'
+                   '  if grep -q \'"MulAddFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE" && [ ! -e ' + str(flip) +
+                   ' ]; then touch ' + str(flip) + '; echo "loss 2.0"; else echo "loss 1.0"; fi\n'
+                   'else echo "loss 2.0"; fi\n')
+    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--repeat", "3", "--rules",
+            "GeluFusionPass,MulAddFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w"), "--",
+            "bash", str(job)]
+    rc = main(argv)
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 0 and j["status"] == "found", j["message"]
+    assert main(argv) == 0   # resumed from the journal: the same answer, no run more
+    resumed = json.loads(capsys.readouterr().out)
+    assert (resumed["culprits"], resumed["executions"]) == (j["culprits"], j["executions"])
+    assert [(c["rules"], c["direction"]) for c in j["culprits"]] == [(["GeluFusionPass"], "on")]
+    first = next(t for t in j["trials"] if t["role"] == "reference")
+    assert first["metric"] == 2.0 and first["outcome"] == "bad", j["trials"]
+    # the journal holds the verdicts given again: a report (and a resume) reads the same
+    assert main(["-q", "report", str(tmp_path / "w"), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)["trials"]
+    assert [t["outcome"] for t in again] == [t["outcome"] for t in j["trials"]]
+
+
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
     rest on a switch file nothing shows was read."""

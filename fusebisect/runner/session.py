@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -442,11 +443,52 @@ class Session:
         return frozenset(self.candidates)
 
     def reference_record(self) -> TrialRecord | None:
-        """The first valid (GOOD) run of the all-candidates-off configuration, or None."""
+        """The run of the all-candidates-off configuration every other run is judged against, or None.
+
+        The first valid (GOOD) one; but where only a metric is compared with it, once three or more of its runs
+        measured a metric, the one whose metric is nearest all the others (their medoid): one noisy sample must
+        not decide every verdict of a flaky job (see :meth:`_rejudge_on_new_reference`)."""
+        consensus = self._consensus_reference()
+        if consensus is not None:
+            return consensus
         for rec in self.records:
             if rec.off == self.all_off and rec.role != "verify" and rec.outcome == GOOD:
                 return rec
         return None
+
+    def _consensus_reference(self) -> TrialRecord | None:
+        """The medoid (by metric) of the all-candidates-off runs that measured a finite metric, when there are
+        three or more and the metric is the only thing judged against the reference; else None."""
+        j = self.judge
+        if j.metric is None or j.metric.expect is not None or j.dumps is not None:
+            return None
+        runs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"
+                and not r.ignored and r.measurement.exit_code == 0 and not r.measurement.timed_out
+                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        if len(runs) < 3:
+            return None
+        values = [r.measurement.metric for r in runs]
+        return min(runs, key=lambda r: (sum(abs(r.measurement.metric - v) for v in values), r.index))
+
+    def _rejudge_on_new_reference(self, before: TrialRecord | None) -> None:
+        """After a run of the reference configuration: if the reference changed (a medoid other than the run
+        every verdict so far rests on), judge every run again, journal the verdicts that changed, and have the
+        engine rebuilt from them."""
+        now = self.reference_record()
+        if now is None or before is None or now is before:
+            return
+        for rec in self.records:
+            if rec.pending:
+                continue
+            was = (rec.outcome, rec.reason)
+            self.judge_record(rec)
+            if (rec.outcome, rec.reason) != was:
+                self.journal.append({"event": "verdict", "index": rec.index, "outcome": rec.outcome,
+                                     "reason": rec.reason})
+        self._rebuild = True
+        self.progress.log(f"the reference is now run {now.index} (metric {now.measurement.metric:g}, the middle of "
+                          f"the all-candidates-off runs; run {before.index} read {before.measurement.metric:g}): "
+                          f"every run judged again")
 
     def baseline_record(self) -> TrialRecord | None:
         """The first run of the default configuration (nothing off), or None."""
@@ -564,9 +606,12 @@ class Session:
         rec = TrialRecord(index=index, key=config_key(off, on), off=off, role=role, outcome=UNKNOWN, reason="",
                           measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on,
                           final=final)
+        before = self.reference_record()
         self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
         self.journal.append(rec.to_event())
         self.records.append(rec)
+        if rec.off == self.all_off:
+            self._rejudge_on_new_reference(before)
         self._check_metric_pattern(rec)
         if rec.off == self.all_off and rec.ignored:
             newly = [r for r in rec.ignored if r in self.candidates]
@@ -745,6 +790,10 @@ class Session:
             elif kind == "exclude":
                 self.exclude(list(ev.get("rules") or []), ev.get("reason") or "", journal=False)
         settled = {int(ev.get("index") or 0) for ev in records[1:] if ev.get("event") == "verdict"}
+        by_index = {rec.index: rec for rec in self.records}
+        for ev in records[1:]:   # verdicts given after the fact, the latest last (a reference that changed)
+            if ev.get("event") == "verdict" and (rec := by_index.get(int(ev.get("index") or 0))) is not None:
+                rec.outcome, rec.reason = str(ev.get("outcome") or rec.outcome), str(ev.get("reason") or "")
         self._settle_pending(journaled=settled)
         return start
 
