@@ -346,6 +346,34 @@ def test_a_flaky_first_reference_run_does_not_decide_every_verdict(capsys, tmp_p
     assert [t["outcome"] for t in again] == [t["outcome"] for t in j["trials"]]
 
 
+def test_search_runs_that_compiled_nothing_are_invalid_not_judged(capsys, tmp_path):
+    """From the third run on, the job loads a cached build: no fusion_result.json, the baseline's (faulty) loss
+    whatever the switch file says. Those runs cannot show their switch was read: INVALID, not BAD; the verdict
+    says a compile cache is the likely cause instead of naming every candidate."""
+    job = tmp_path / "job.py"
+    job.write_text(f"""import json, os, pathlib
+count = pathlib.Path({str(tmp_path / "count")!r})
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+if n >= 2:                       # a compile cache hit: the first build's model, nothing compiled
+    print("loss 2.0")
+    raise SystemExit(0)
+switch = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {{}}).get("GraphFusion", {{}})
+rules = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass", "SoftmaxFusionPass"]
+on = [r for r in rules if switch.get(r) != "off"]
+stats = {{r: {{"match_times": "1", "effect_times": "1"}} for r in on}}
+pathlib.Path(os.environ["ASCEND_WORK_PATH"], "fusion_result.json").write_text(json.dumps({{"s_0": {{"graph_fusion": stats}}}}))
+print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
+""")
+    rc = main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+               sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive" and not j["culprits"], j["message"]
+    later = [t for t in j["trials"] if t["index"] > 2]
+    assert later and all(t["outcome"] == "invalid" and t["reason"].startswith("switch unchecked") for t in later)
+    assert "wrote no fusion_result.json or Build graph, unlike the baseline: a compile cache" in j["message"]
+
+
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
     rest on a switch file nothing shows was read."""

@@ -57,6 +57,8 @@ def _raise_terminated(signum, frame) -> None:
 
 LOCK_NAME = ".lock"
 SWITCH_IGNORED = "switch ignored: still fired when turned off"   # the reason of such an exclusion (journaled)
+UNCHECKED = ("switch unchecked: no fusion_result.json or Build graph, unlike the baseline (a compile cache hit "
+             "compiles nothing)")
 
 
 @contextlib.contextmanager
@@ -597,7 +599,33 @@ class Session:
         outcome, reason = verdict.outcome, verdict.reason
         if rec.ignored:
             outcome, reason = INVALID, "switch ignored: " + ", ".join(rec.ignored)
+        elif outcome in (GOOD, BAD) and self._unchecked(rec):
+            outcome, reason = INVALID, UNCHECKED
         rec.outcome, rec.reason = outcome, reason
+
+    def _cache_hint(self) -> str:
+        """Why runs were INVALID when the job did not read its switch file (nothing compiled, or rules still
+        fired when turned off) in two or more of them: the sign of a compile cache; '' otherwise."""
+        unchecked = sum(1 for r in self.records if r.outcome == INVALID and r.reason == UNCHECKED)
+        ignored = sum(1 for r in self.records if r.outcome == INVALID and r.reason.startswith("switch ignored"))
+        if unchecked + ignored < 2:
+            return ""
+        what = [f"{unchecked} wrote no fusion_result.json or Build graph, unlike the baseline" if unchecked else "",
+                f"{ignored} still fired rules they turned off" if ignored else ""]
+        return (f"Of the invalid runs, {' and '.join(w for w in what if w)}: a compile cache reusing an earlier "
+                f"build (ge_cache, .torchair_cache, an ATC output) does that. Disable compile caches and rerun with "
+                f"--fresh.")
+
+    def _unchecked(self, rec: TrialRecord) -> bool:
+        """True when ``rec`` turned some (not all) candidates off, exited 0 and wrote no fusion_result.json or
+        Build graph while the baseline did: nothing shows its switch file was read (a compile cache hit compiles
+        nothing). A job that failed may have failed compiling (its exit status can be the symptom); the all-off
+        runs have their own message (:meth:`_switch_unchecked`)."""
+        if not rec.off or rec.off == self.all_off or rec.measurement.exit_code != 0 or \
+                self._wrote_evidence(rec.paths):
+            return False
+        base = self.baseline_record()
+        return base is not None and base is not rec and self._wrote_evidence(base.paths)
 
     def finish_trial(self, index: int, off: frozenset[str], role: str, paths: TrialPaths, m: Measurement,
                      device: str | None, on: frozenset[str] = frozenset(), final: bool = False) -> TrialRecord:
@@ -1152,6 +1180,8 @@ class Session:
                         not in result.message:
                     why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])
                     result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
+        if result is not None and result.status == "inconclusive" and (hint := self._cache_hint()):
+            result = dataclasses.replace(result, message=f"{result.message} {hint}")
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
                 and self.budget_spent and stop is None   # a gate's stop is not the budget's, nor a search's own end
                 and getattr(result, "budget_stopped", False)):
