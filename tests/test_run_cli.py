@@ -374,6 +374,34 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
     assert "wrote no fusion_result.json or Build graph, unlike the baseline: a compile cache" in j["message"]
 
 
+def test_a_rule_that_ignores_off_only_with_others_off_is_tried_alone_before_any_verdict(capsys, tmp_path):
+    """GeluFusionPass (the culprit) ignores "off" when more than two rules are off: the all-off reference showed it
+    still fired, so it was left out, and the search would end not_reproduced. Run alone off, its switch takes
+    effect: the verdict names it and the rerun that tests it."""
+    job = tmp_path / "job.py"
+    job.write_text("""import json, os, pathlib
+switch = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {}).get("GraphFusion", {})
+rules = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass", "SoftmaxFusionPass"]
+off = [r for r in rules if switch.get(r) == "off"]
+on = [r for r in rules if r not in off or (r == "GeluFusionPass" and len(off) > 2)]
+stats = {r: {"match_times": "1", "effect_times": "1"} for r in on}
+pathlib.Path(os.environ["ASCEND_WORK_PATH"], "fusion_result.json").write_text(json.dumps({"s_0": {"graph_fusion": stats}}))
+print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
+""")
+    for extra in ([], ["--expect", "1.0"]):
+        work = tmp_path / f"w{len(extra)}"
+        rc = main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", *extra, "--workdir", str(work), "--",
+                   sys.executable, str(job)])
+        j = json.loads(capsys.readouterr().out)
+        assert rc == 1 and j["status"] == "inconclusive", j["message"]
+        alone = [t for t in j["trials"] if t["config_off"] == ["GeluFusionPass"]]
+        assert len(alone) == 1 and alone[0]["metric"] == 1.0
+        assert (f"But GeluFusionPass was left out because it still fired with every candidate off, while with only "
+                f"it off the switch took effect (run {alone[0]['index']}") in j["message"]
+        assert j["message"].endswith("Rerun with --fresh --rules GeluFusionPass to test it.")
+        assert "no switch file can" not in j["message"]
+
+
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
     rest on a switch file nothing shows was read."""

@@ -681,6 +681,43 @@ class Session:
             self.progress.log(f"[yellow]excluded[/yellow] {', '.join(rules)}: {_esc(reason)}")
         self._rebuild = True
 
+    def _ignored_alone(self, result):
+        """A rule left out because it still fired with every candidate off may honour its switch when it is the
+        only one off (another switch overrides it): before a verdict that rests on it staying on, run each such
+        rule alone off (up to three; once per journal). Honoured there, it was left out wrongly: the verdict is
+        inconclusive, naming it and the rerun that tests it."""
+        honoured: list[tuple[str, TrialRecord]] = []
+        for rule in self._switch_ignored()[:3]:
+            off = frozenset({rule})
+            rec = next((r for r in self.records if r.off == off and not r.on), None)
+            if rec is None:
+                if self.budget_spent:
+                    break
+                rec = self.run_one(off, "confirm")
+            if rule not in rec.ignored and self._wrote_evidence(rec.paths):
+                honoured.append((rule, rec))
+        if not honoured:
+            return result
+        names = [rule for rule, _ in honoured]
+        one = len(names) == 1
+        base = self.baseline_record()
+
+        def shown(rec: TrialRecord) -> str:
+            # under a relative oracle GOOD/BAD compares with a reference that kept the rule on: show the numbers
+            m, b = rec.measurement.metric, base.measurement.metric if base is not None else None
+            if self._relative_only():
+                return (f"run {rec.index}: metric {m:g}, the baseline's {b:g}" if m is not None and b is not None
+                        else f"run {rec.index}")
+            return f"run {rec.index}: {rec.outcome.upper()}"
+
+        runs = ", ".join(shown(rec) for _, rec in honoured)
+        return dataclasses.replace(result, status="inconclusive", message=(
+            f"{result.message} But {_short(names)} {'was' if one else 'were'} left out because "
+            f"{'it' if one else 'they'} still fired with every candidate off, while with only "
+            f"{'it' if one else 'each'} off the switch took effect ({runs}): another rule's switch overrides "
+            f"{'its' if one else 'theirs'}, and {'it' if one else 'they'} may be the cause. Rerun with --fresh "
+            f"--rules {','.join(names)} to test {'it' if one else 'them'}."))
+
     def _switch_ignored(self) -> list[str]:
         """The rules excluded during the run because the job ignored their switch (they stayed on throughout)."""
         return [e["rule"] for e in self.excluded if str(e.get("reason", "")).startswith(SWITCH_IGNORED)]
@@ -1131,6 +1168,8 @@ class Session:
                                   bound=theoretical_bound(len(self.candidates), 1), message=stop)
         else:
             result = self.engine.result
+        if result is not None and result.status in ("not_reproduced", "not_fusion"):
+            result = self._ignored_alone(result)
         verify = None
         switch_path = None
         if result is not None and result.status == "found" and result.culprits:
