@@ -402,6 +402,23 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
         assert "no switch file can" not in j["message"]
 
 
+def test_the_noise_aware_searchs_own_budget_says_how_to_go_on(capsys, tmp_path):
+    job = tmp_path / "job.sh"   # GOOD and BAD by turns, whatever the switch file says
+    job.write_text(f'n=$(cat {tmp_path / "c"} 2>/dev/null || echo 0); echo $((n + 1)) > {tmp_path / "c"}\n'
+                   'if [ $((n % 2)) -eq 0 ]; then echo "loss 1.0"; else echo "loss 2.0"; fi\n')
+    argv = ["-q", "run", "--json", "--flaky", "--metric", r"loss ([0-9.]+)", "--expect", "1.0", "--rules",
+            "GeluFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]
+    assert main(argv) == 1
+    j = json.loads(capsys.readouterr().out)
+    n = j["executions"]
+    assert j["status"] == "inconclusive" and j["message"].endswith(
+        f"That is the search's own run budget ({n} runs): rerun the same command with --max-runs above {n} to let "
+        f"it go on (it resumes from the journal)."), j["message"]
+    assert main([*argv[:2], "--max-runs", str(n + 3), *argv[2:]]) == 1   # it goes on from the journal
+    again = json.loads(capsys.readouterr().out)
+    assert again["executions"] == n + 3 and "The budget (--max-runs" in again["message"]
+
+
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
     rest on a switch file nothing shows was read."""

@@ -1227,6 +1227,12 @@ class Session:
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
                                          f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
                                          f"to resume.")
+        elif (result is not None and result.status == "inconclusive" and stop is None
+              and self.opts.max_runs is None and getattr(result, "budget_stopped", False)):
+            # the engine's own cap (the noise-aware mode allows about 3 log2(n) + 30 runs per culprit sought)
+            result = dataclasses.replace(result, message=f"{result.message} That is the search's own run budget "
+                                         f"({self.executed} runs): rerun the same command with --max-runs above "
+                                         f"{self.executed} to let it go on (it resumes from the journal).")
         run_json = build_run_json(self, result, switch_path, verify)
         from fusebisect.fsutil import atomic_write_text
 
