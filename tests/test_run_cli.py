@@ -419,6 +419,30 @@ def test_the_noise_aware_searchs_own_budget_says_how_to_go_on(capsys, tmp_path):
     assert again["executions"] == n + 3 and "The budget (--max-runs" in again["message"]
 
 
+def test_a_culprit_whose_switch_is_ignored_alone_is_not_run_twice_nor_called_partial(capsys, tmp_path):
+    """GeluFusionPass (the culprit) ignores "off" when it is the only rule off: the look-for-more run is INVALID.
+    The production file's own check is that configuration: not run again, and nothing says more is left."""
+    job = tmp_path / "job.py"
+    job.write_text("""import json, os, pathlib
+switch = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {}).get("GraphFusion", {})
+rules = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass", "SoftmaxFusionPass"]
+off = [r for r in rules if switch.get(r) == "off"]
+on = [r for r in rules if r not in off or (r == "GeluFusionPass" and off == [r])]
+stats = {r: {"match_times": "1", "effect_times": "1"} for r in on}
+pathlib.Path(os.environ["ASCEND_WORK_PATH"], "fusion_result.json").write_text(json.dumps({"s_0": {"graph_fusion": stats}}))
+print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
+""")
+    rc = main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+               sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive" and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    configs = [(tuple(t["config_off"]), tuple(t.get("config_on") or ())) for t in j["trials"]]
+    assert len(configs) == len(set(configs)), configs
+    assert j["message"].endswith("(run %d: switch ignored: GeluFusionPass): whether they are the whole answer is "
+                                 "not known." % next(t["index"] for t in j["trials"]
+                                                     if t["config_off"] == ["GeluFusionPass"])), j["message"]
+
+
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):
     """Under a relative oracle the cached all-off run prints the faulty baseline's loss: 'not reproduced' would
     rest on a switch file nothing shows was read."""

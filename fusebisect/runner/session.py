@@ -607,13 +607,15 @@ class Session:
         """Why runs were INVALID when the job did not read its switch file (nothing compiled, or rules still
         fired when turned off) in two or more of them: the sign of a compile cache; '' otherwise."""
         unchecked = sum(1 for r in self.records if r.outcome == INVALID and r.reason == UNCHECKED)
-        ignored = sum(1 for r in self.records if r.outcome == INVALID and r.reason.startswith("switch ignored"))
+        # a cache serves an earlier build whatever the switch file says (one rule alone off tells nothing: another
+        # rule's switch may override its)
+        ignored = sum(1 for r in self.records if r.outcome == INVALID and len(r.off) > 1 and r.ignored)
         if unchecked + ignored < 2:
             return ""
         what = [f"{unchecked} wrote no fusion_result.json or Build graph, unlike the baseline" if unchecked else "",
                 f"{ignored} still fired rules they turned off" if ignored else ""]
         return (f"Of the invalid runs, {' and '.join(w for w in what if w)}: a compile cache reusing an earlier "
-                f"build (ge_cache, .torchair_cache, an ATC output) does that. Disable compile caches and rerun with "
+                f"build (ge_cache, .torchair_cache, an ATC output) is the usual cause. Disable compile caches and rerun with "
                 f"--fresh.")
 
     def _unchecked(self, rec: TrialRecord) -> bool:
@@ -1326,6 +1328,9 @@ class Session:
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
                        f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "
                        f"the same command to resume.")
+        elif seen is None:   # nothing judged the production configuration: nothing says more is left
+            message = (f"The search ended with culprits named, but {state}: whether they are the whole answer is "
+                       f"not known.")
         else:
             message = (f"The search ended with culprits named, but {state}: they are not the whole answer, and no "
                        f"further culprit could be isolated.")
@@ -1526,6 +1531,9 @@ class Session:
                                   "again to check the job did not start failing for another reason")
                 verify = None
             verify = verify or self._final_run(off, on)   # a final run of it already made, even INVALID
+            # a run of it whose switch did not take effect would not take effect again: no duplicate run
+            verify = verify or next((r for r in reversed(self.records) if r.off == off and r.on == on
+                                     and r.outcome == INVALID and r.ignored), None)
             if verify is None and self.budget_spent:
                 self.notes.append(f"no run to verify the production switch file: the budget (--max-runs "
                                   f"{self.opts.max_runs}) is spent")
