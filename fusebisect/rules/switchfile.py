@@ -158,6 +158,8 @@ class _Reader:
             start = self.pos
             self.pos = m.end()
             s = m.group(0)
+            if len(s) > 400:   # Python refuses int() past 4300 digits; no switch file value is that long
+                raise _JSONSyntaxError(f"a number of {len(s)} characters", start)
             return Node(float(s) if any(c in s for c in ".eE") else int(s), start, "number")
         if ch == "'":
             raise _JSONSyntaxError("strings need double quotes", self.pos)
