@@ -144,7 +144,7 @@ def test_lenient_json_bom_comments_trailing_commas():
     ('{"Switch": {"GraphFusion": {"A": "off"}}', 1, 1, "unterminated"),
     ("{'Switch': {}}", 1, 2, "double quotes"),
     ("", 1, 1, "empty"),
-    ('{"Priority": {"GraphFusion": {"Top": {"A": ' + "9" * 5000 + '}}}}', 1, 43, "a number of 5000 characters"),
+    ('{"Priority": {"GraphFusion": {"Top": {"A": ' + "9" * 5000 + '}}}}', 1, 44, "a number of 5000 characters"),
 ])
 def test_strict_errors_have_line_and_column(text, line, col, words):
     with pytest.raises(SwitchFileError) as info:
