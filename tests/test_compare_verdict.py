@@ -370,6 +370,17 @@ def test_identical_tensors_past_float32_range_are_not_a_divergence(tmp_path, cap
     assert main(["compare", str(only / "my"), str(only / "gold")]) == 0
 
 
+def test_a_msaccucmp_that_fails_in_gbk_is_a_one_line_error(tmp_path, capsys):
+    """CANN's tools log Chinese text, in GBK on many hosts: its failure is reported, never an internal error."""
+    fake = tmp_path / "msaccucmp.py"
+    fake.write_text('import sys\nsys.stdout.buffer.write("\\u6bd4\\u5bf9\\u5931\\u8d25\\n".encode("gbk"))\n'
+                    'sys.exit(1)\n')
+    my, gold = _pair(tmp_path, {"a": X}, {"a": X})
+    assert main(["compare", str(my), str(gold), "--engine", "msaccucmp", "--msaccucmp", str(fake)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fusebisect: error: msaccucmp failed (exit 1): ") and err.count("\n") == 1
+
+
 def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):
     my, gold = _pair(tmp_path, {"a": X}, {"a": X})
     assert main(["compare", str(my), str(gold), "--msaccucmp", str(tmp_path / "msaccucmp.py")]) == 2

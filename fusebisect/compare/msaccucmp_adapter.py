@@ -99,7 +99,10 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             argv.append("-ffts")
         out = work / "out"
         argv += ["-out", str(out)]
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        try:   # its logs may hold GBK text (Chinese messages, file names): never fail on decoding them
+            proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise FusebisectError(f"msaccucmp did not finish within {timeout:g} s") from None
         csvs = sorted(out.glob("result_*.csv")) if out.is_dir() else []
         if not csvs:
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
