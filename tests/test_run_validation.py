@@ -113,3 +113,17 @@ def test_allow_unknown_rules_accepts_a_custom_pass(capsys, tmp_path):
                "--allow-unknown-rules", "--", sys.executable, "-c", "pass"])
     out = capsys.readouterr().out
     assert rc == 1 and json.loads(out)["candidate_rules"] == ["MyCustomFusionPass"]
+
+
+def test_an_output_whose_backup_name_cannot_exist_is_refused_before_any_run(tmp_path, capsys):
+    # the user's file is kept as NAME.bak before it is replaced: a name with no room for '.bak' would fail only
+    # after the whole search
+    prod = tmp_path / ("a" * 250 + ".cfg")
+    prod.write_text("mine")
+    marker = tmp_path / "executed"
+    rc = main(["run", "--workdir", str(tmp_path / "w"), "-o", str(prod), "--", sys.executable, "-c",
+               f"open({str(marker)!r}, 'w')"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and ".cfg.bak would be longer than the" in err, err
+    assert err.startswith("fusebisect: error: --output: ")
+    assert not marker.exists() and prod.read_text() == "mine"

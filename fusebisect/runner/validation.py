@@ -149,6 +149,20 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
                 pass
         except OSError as exc:
             raise UsageError(f"--output: cannot write in {parent} ({exc.strerror or exc})") from None
+    if where.is_file():   # a file of the user's is kept as NAME.bak (or .bak.N) before it is replaced
+        from fusebisect.rules.switchfile import next_backup_path
+
+        try:
+            longest = os.pathconf(parent, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            longest = 255
+        try:
+            backup = next_backup_path(where).name
+        except OSError:   # a name past the limit cannot even be looked up
+            backup = where.name + ".bak"
+        if len(os.fsencode(backup)) > longest:
+            raise UsageError(f"{flag}: {target}: its backup {backup} would be longer than the {longest} bytes a file "
+                             f"name can have here; give a shorter name")
 
 
 def check_search_options(opts: "RunOptions") -> None:
