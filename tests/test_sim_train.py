@@ -230,8 +230,15 @@ def test_cli_group_forwards(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ASCEND_WORK_PATH", raising=False)
     assert main(["sim", "train", "--steps", "2", "--faulty", "GeluFusionPass"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 2
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 2
     assert (tmp_path / "fusion_result.json").is_file()
+    # its accuracy check, under the same command group: the faulty rule's losses are bad, a clean run's good
+    (tmp_path / "faulty.log").write_text(out)
+    assert main(["sim", "check", "--log", str(tmp_path / "faulty.log")]) == 1
+    assert main(["sim", "train", "--steps", "2"]) == 0
+    (tmp_path / "clean.log").write_text(capsys.readouterr().out)
+    assert main(["sim", "check", "--log", str(tmp_path / "clean.log")]) == 0
 
 
 def test_a_dump_path_that_is_a_file_is_a_one_line_error(tmp_path, capsys, monkeypatch):

@@ -1,7 +1,8 @@
-"""``fusebisect sim train``: the simulated Ascend training job (a simulator for demos and tests).
+"""``fusebisect sim train`` / ``sim check``: the simulated Ascend training job (a simulator for demos and tests)
+and its accuracy check.
 
-The options are parsed by the simulator itself (``python -m fusebisect.sim train`` runs the same code), so both
-entry points accept exactly the same flags.
+The options are parsed by the simulator itself (``python -m fusebisect.sim train|check`` runs the same code), so
+both entry points accept exactly the same flags.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from fusebisect.cli.common import group
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``sim`` group with its ``train`` command to ``app``."""
+    """Add the ``sim`` group with its ``train`` and ``check`` commands to ``app``."""
     sim = group(app, "sim", "A SIMULATED Ascend training target for demos and tests (numpy only, no NPU).")
 
     @sim.command(
@@ -27,5 +28,21 @@ def register(app: typer.Typer) -> None:
         from fusebisect.sim.cli import main
 
         code = main(["train", *ctx.args])
+        if code:
+            raise typer.Exit(code)
+
+    @sim.command(
+        "check",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+        help=("The simulated job's accuracy check, for --check: its printed losses against the same model's "
+              "with correct kernels; exit 0 good, 1 bad, 125 no losses found.\n\n"
+              "Same flags as 'python -m fusebisect.sim check'; see 'fusebisect sim check --help'.\n\n"
+              "Example: fusebisect run --check 'fusebisect sim check' -- fusebisect sim train --faulty GeluFusionPass"),
+    )
+    def check(ctx: typer.Context) -> None:
+        from fusebisect.sim.cli import main
+
+        code = main(["check", *ctx.args])
         if code:
             raise typer.Exit(code)
