@@ -113,8 +113,8 @@ def register(app: typer.Typer) -> None:
                                                                     "switch file.")] = False,
         max_runs: Annotated[Optional[int], typer.Option(help="Budget of executions (>= 2), the final verification "
                                                               "run included.")] = None,
-        confidence: Annotated[float, typer.Option(help="Minimum confidence to name a culprit, between 0.5 and 1 "
-                                                       "(else the verdict is inconclusive).")] = 0.95,
+        confidence: Annotated[float, typer.Option(help="Minimum confidence to name a culprit, above 0.5 and below "
+                                                       "1 (else the verdict is inconclusive).")] = 0.95,
         seed: Annotated[int, typer.Option(help="Seed of the search's tie-breaks.")] = 0,
         as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
     ) -> None:
