@@ -463,7 +463,7 @@ def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp
     render_report(console, j)
     n = j["executions"]
     text = console.export_text()
-    assert f"executions: {n} ({n - 1} searching + 1 verification; theoretical bound" in text
+    assert f"executions: {n} ({n - 1} searching + 1 verification; run-count target" in text
     assert "production switch file (culprits off, or on for those bad while off)" in text   # it sets one on
 
 

@@ -180,12 +180,12 @@ def culprit_rows(view: RunView, catalog=None) -> list[tuple]:
 
 
 def execution_facts(view: RunView) -> tuple[str, str]:
-    """("N executions (theoretical bound B)", "C candidate rules") for the report headers."""
+    """("N executions (run-count target B)", "C candidate rules") for the report headers."""
     result = view.result or {}
     executions = result.get("executions", len(view.trials))
     bound = result.get("bound")
     gaps = [str(u.get("index")) for u in view.unjudged]
-    return (f"{executions} executions" + (f" (theoretical bound {bound})" if bound else "")
+    return (f"{executions} executions" + (f" (run-count target {bound})" if bound else "")
             + (f"; not counted: run{'s' if len(gaps) > 1 else ''} {', '.join(gaps)}, started but not judged "
                f"(interrupted)" if gaps else ""),
             f"{len(view.candidates)} candidate rules")

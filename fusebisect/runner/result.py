@@ -186,7 +186,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
                           f"{t['trial_dir']}", soft_wrap=True)
     final = sum(1 for t in j["trials"] if t.get("final"))
     counts = ([f"{j['executions'] - final} searching + {final} verification"] if final else []) + (
-        [f"theoretical bound {j['bound']}"] if j.get("bound") is not None else [])
+        [f"run-count target {j['bound']}"] if j.get("bound") is not None else [])
     console.print(f"executions: {j['executions']}" + (f" ({'; '.join(counts)})" if counts else "")
                   + f"; candidates: {j['candidates']}")
     unjudged = j.get("unjudged") or []

@@ -808,7 +808,7 @@ class Search:
             boundary = (frozenset(), self._names(mask_of(found[0])))
         parts = ["+".join(c.rules) for c in culprits]
         kind = "turned on" if self._direction == "on" else "turned off"
-        msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs (bound "
+        msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs (target "
                f"{bound_for_sets(self._n, [len(s) for s in found])}): {'; '.join(parts)} "
                f"(bad while {kind}).")
         if self._stuck:
