@@ -525,3 +525,28 @@ def test_quant_ops_get_only_the_rows_msaccucmp_makes(tmp_path):
     tensors = [r.tensor for r in compare_dumps(tmp_path / "my", tmp_path / "npy", my_graph=tmp_path / "g.json").rows]
     assert "deq1:input:0" not in tensors and "q1:output:0" not in tensors
     assert {"deq1:output:0", "q1:input:0", "a:input:0"} <= set(tensors)
+
+
+def test_rows_follow_the_graph_files_op_order_as_msaccucmp_numbers_them(msaccucmp, tmp_path):
+    """A graph listing its ops out of id order (x id 0, b id 2, a id 1): msaccucmp numbers the ops in file order
+    (its Index) and writes the rows in that order."""
+    shape = (1, 2, 4, 4)
+    rng = np.random.default_rng(41)
+    data = {k: rng.standard_normal(shape).astype(np.float32) for k in "xab"}
+    (tmp_path / "gold").mkdir()
+    for k, (name, typ, src) in enumerate((("x", "Data", None), ("a", "Relu", "x"), ("b", "Relu", "a"))):
+        np.save(tmp_path / "gold" / f"{name}.0.{TS['input'] + k}.npy", data[name])
+        (tmp_path / "my").mkdir(exist_ok=True)
+        write_dump(tmp_path / "my" / f"{typ}.{name}.{k}.0.{TS['input'] + k}", op_name=name,
+                   inputs=[_spec(data[src], 0x10000)] if src else [], outputs=[_spec(data[name], 0x11000 + k)],
+                   encoding="nano")
+    graph = {"graph": [{"name": "g", "op": [_op("x", "Data", 0, [], None, shape, None),
+                                            _op("b", "Relu", 2, ["a:0"], ["b"], shape, "b"),
+                                            _op("a", "Relu", 1, ["x:0"], ["a"], shape, "a")]}]}
+    (tmp_path / "g.json").write_text(json.dumps(graph))
+    proc, ref, rc, got = _graph_peer_and_ours(msaccucmp, tmp_path, tmp_path / "g.json")
+    assert proc.returncode == 0 and rc == 0, proc.stdout[-2000:]
+    npu_dump = ref[0].index("NPUDump")
+    assert [row[npu_dump] for row in ref[1:]] == ["x", "b", "b", "a", "a"]
+    assert [row[npu_dump] for row in got[1:]] == ["x", "b", "b", "a", "a"]
+    _assert_rows_agree(ref, got, "file order")

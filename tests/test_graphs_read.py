@@ -70,9 +70,7 @@ def reference_ops(model: ge_ir_pb2.ModelDef) -> list[OpInfo]:
     out = []
     for g in model.graph:
         ops = list(g.op)
-        has_ids = any(op.id for op in ops)
-        if has_ids:
-            ops.sort(key=lambda o: o.id)
+        has_ids = any(op.id for op in ops)   # (file order kept either way)
         for op in ops:
             at = {k: op.attr[k] for k in op.attr}
             outputs = []
@@ -173,8 +171,10 @@ def sample_model() -> ge_ir_pb2.ModelDef:
 def test_printer_output_matches_reference(tmp_path):
     ops = check_same(tmp_path, model_def_to_text(sample_model()))
     names = [o.name for o in ops]
-    assert names == ["input", "const_w", "conv1_fused", "relu1", "sub_data", "sub_add"]  # ordered by id
-    conv = ops[2]
+    # file order (msaccucmp numbers ops in it), not id order (const_w has id 1)
+    assert names == ["input", "conv1_fused", "relu1", "const_w", "sub_data", "sub_add"]
+    assert [o.id for o in ops[:4]] == [0, 2, 3, 1]
+    conv = ops[1]
     assert conv.pass_names == ["ConvBatchnormFusionPass", "BatchNormBnInferFusionPass"]
     assert conv.ub_pass_name == "TbeConvBnreluFusionPass"
     assert conv.original_op_names == ["conv1", "bn1"] and conv.original_op_types == ["Conv2D", "BatchNorm"]
@@ -183,7 +183,7 @@ def test_printer_output_matches_reference(tmp_path):
     assert conv.outputs[0] == OutputInfo(0, "bn1", 0, "NCHW", (1, 2, 4, 4))
     assert conv.outputs[1] == OutputInfo(1, None, None, "NHWC", ())
     assert ops[0].id == 0 and ops[0].outputs[0].origin_shape == (1, 3, 4, 4)
-    relu = ops[3]
+    relu = ops[2]
     assert relu.pass_names == ["SinglePassAsString"] and relu.original_op_names == ["ré/lu中"]
     assert relu.outputs[0].origin_name == "中文"          # GBK bytes decoded as GBK
     assert [o.graph for o in ops[-2:]] == ["subgraph_0"] * 2 and ops[-1].id is None

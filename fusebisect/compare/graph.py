@@ -9,9 +9,9 @@ fusion attrs ``pass_name`` (graph fusion, a list or one string), ``pass_name_ub`
 ``_datadump_origin_output_index``, ``origin_format`` (a string, or a GE Format number turned into its name;
 ``_datadump_origin_format`` when ``origin_format`` is absent) and ``origin_shape``.
 
-Ids follow proto3 (an absent ``id`` is 0, indistinguishable from ``id: 0``): when no op of a graph has a
-nonzero id, its ids are reported as ``None`` and the ops keep file order; otherwise each graph's ops are
-ordered by id (stable).
+Ops keep file order, in which msaccucmp numbers them (its Index, the CSV's row order). Ids follow proto3 (an
+absent ``id`` is 0, indistinguishable from ``id: 0``): when no op of a graph has a nonzero id, its ids are reported
+as ``None``.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def op_from_raw(raw: RawOp, graph: str) -> OpInfo:
 
 
 def ops_from_raw_graphs(graphs: list[RawGraph]) -> list[OpInfo]:
-    """Return the ops of extracted graphs in graph order (see the module docstring for the id rule)."""
+    """Return the ops of extracted graphs in graph and file order (see the module docstring for the id rule)."""
     out: list[OpInfo] = []
     for g in graphs:
         ops = g.ops
@@ -207,7 +207,6 @@ def ops_from_raw_graphs(graphs: list[RawGraph]) -> list[OpInfo]:
             for op in ops:
                 if op.id is None:
                     op.id = 0
-            ops = sorted(ops, key=lambda o: o.id)
         else:
             for op in ops:
                 op.id = None
