@@ -381,6 +381,21 @@ def test_a_msaccucmp_that_fails_in_gbk_is_a_one_line_error(tmp_path, capsys):
     assert err.startswith("fusebisect: error: msaccucmp failed (exit 1): ") and err.count("\n") == 1
 
 
+def test_an_integer_tensor_against_a_float_golden_is_kept_but_not_judged(tmp_path, capsys):
+    """A quantized conv's int32 accumulator against the float golden conv output: msaccucmp writes the row (its
+    cosine is meaningless before the per-channel dequant scale); the verdict goes on to the first float tensor
+    that diverges."""
+    acc = (X * 1000).astype(np.int32) * np.array([1, -3, 7, 2, 5, -1, 4, 9], dtype=np.int32)
+    off = X + np.float32(0.3)
+    my, gold = _pair(tmp_path, {"conv1": acc, "relu1": off}, {"conv1": X, "relu1": X})
+    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    conv = rows["conv1:output:0"]
+    assert conv.compared and conv.cosine < 0.99 and not conv.judged
+    assert conv.note == "int32 against a float32 golden: a quantized value before its scale, not judged"
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["first_divergence"]["tensor"] == "relu1:output:0"
+
+
 def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):
     my, gold = _pair(tmp_path, {"a": X}, {"a": X})
     assert main(["compare", str(my), str(gold), "--msaccucmp", str(tmp_path / "msaccucmp.py")]) == 2

@@ -56,6 +56,7 @@ class CompareRow:
     finite_max_abs_error: float | None = None
     note: str = ""                  # what the NaN metrics mean, for people ('' when none are NaN)
     scalar_relative_error: float | None = None   # |mine - golden| / |golden| of a one-element tensor
+    judged: bool = True             # False: compared (the CSV has msaccucmp's cells) but no verdict can rest on it
 
     @property
     def cosine(self) -> float | None:
@@ -314,7 +315,10 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     """True when the row's cosine is below ``cosine``, its max abs error above ``max_abs_error``, or its NaN/Inf
     differ from the golden's (on one side only, or of another kind; the cosine is then NaN: no threshold would
     catch it). A scalar, whose
-    cosine is always 1, diverges when its relative error exceeds ``1 - cosine`` (1 % by default)."""
+    cosine is always 1, diverges when its relative error exceeds ``1 - cosine`` (1 % by default). A row that is
+    not ``judged`` (an integer tensor against a float golden) never diverges."""
+    if not row.judged:
+        return False
     if row.nonfinite:
         return True
     if row.scalar_relative_error is not None:   # its cosine says nothing: 1 - cosine bounds the relative error
@@ -441,6 +445,13 @@ def _scalar(v: np.ndarray) -> complex | None:
 def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     """What the verdict needs beyond msaccucmp's metrics: NaN/Inf (:func:`_count_nonfinite`) and, for a scalar
     (a loss: its cosine is 1 whatever the values), the relative error."""
+    if x.dtype.kind in "iu" and (y.dtype.kind == "f" or y.dtype.kind == "V") and x.size > 1:
+        # a quantized value (an int32 accumulator, an int8 activation) before its per-channel scale and offset:
+        # its cosine with the float golden says nothing (msaccucmp keeps the row; no verdict rests on it)
+        row.judged = False
+        row.note = (f"{x.dtype} against a {_numeric(y[:0]).dtype} golden: a quantized value before its scale, not "
+                    f"judged")
+        return
     _count_nonfinite(row, x, y)
     _overflowed_cosine(row, x, y)
     if x.size == 1 and y.size == 1 and x.dtype.kind not in "bOSU" and y.dtype.kind not in "bOSU" \
