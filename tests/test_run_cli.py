@@ -441,6 +441,10 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
     assert j["message"].endswith("(run %d: switch ignored: GeluFusionPass): whether they are the whole answer is "
                                  "not known." % next(t["index"] for t in j["trials"]
                                                      if t["config_off"] == ["GeluFusionPass"])), j["message"]
+    assert main(["report", str(tmp_path / "w")]) == 1   # an INVALID check says nothing about sufficiency
+    shown = capsys.readouterr().out
+    assert "not verified: its run was INVALID (switch ignored: GeluFusionPass)" in shown and "NOT sufficient" \
+        not in shown
 
 
 def test_a_baseline_like_a_cached_reference_is_no_verdict(capsys, tmp_path):

@@ -230,8 +230,11 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
         v = j.get("verify")
         if v is None and j["status"] != "found":
             console.print("  not verified: no run of it showed the job good")
-        elif v is not None and j["status"] != "found" and v["outcome"] != "good":
-            console.print(f"  NOT sufficient: a run with it was [red]{v['outcome'].upper()}[/red]"
+        elif v is not None and j["status"] != "found" and v["outcome"] == "bad":
+            console.print(f"  NOT sufficient: a run with it was [red]BAD[/red]"
+                          + (f" ({v['reason']})" if v["reason"] else ""))
+        elif v is not None and j["status"] != "found" and v["outcome"] != "good":   # a run that says nothing
+            console.print(f"  not verified: its run was {v['outcome'].upper()}"
                           + (f" ({v['reason']})" if v["reason"] else ""))
         elif v is not None:
             good = v["outcome"] == "good"
