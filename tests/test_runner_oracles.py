@@ -64,6 +64,9 @@ def test_a_loss_printed_as_nan_counts_even_where_the_group_cannot_match_it():
     log = "step 1 loss: 1.5 lr\nstep 2 loss=NaN lr\nstep 3 loss: -inf lr\nstep 4 loss info lr\nstep 5 loss: nanos lr\n"
     values = parse_metric(log, spec)
     assert values[0] == 1.5 and math.isnan(values[1]) and values[2] == -math.inf and len(values) == 3
+    words = compile_metric(r"loss ([0-9.]+)")   # other words that start like nan/inf are not a loss
+    assert parse_metric("loss 1.5\nloss nan-check: passed\nloss nan/inf check: ok\nloss infos\n", words) == [1.5]
+    assert len(parse_metric("loss nan, lr 0.1\nloss (loss inf)\n", words)) == 2
     named = compile_metric(r"loss=(?P<v>[\d.]+) \(x\)")
     assert math.isnan(parse_metric("loss=1.0 (x)\nloss=nan (x)\n", named)[-1])
     capturing = compile_metric(r"loss ([0-9.]+|nan)")   # the group matches nan itself: read once
@@ -72,6 +75,9 @@ def test_a_loss_printed_as_nan_counts_even_where_the_group_cannot_match_it():
     v = j.judge(m(metric=parse_metric("loss 1.0\nloss nan\n", j.metric)[-1]), reference=m(metric=1.0),
                 is_reference=False)
     assert v.outcome == BAD and v.reason == "metric nan vs reference 1"
+    # a reference whose loss diverged cannot be compared with: INVALID (a gate then says so), never GOOD
+    v = j.judge(m(metric=float("nan")), reference=None, is_reference=True)
+    assert v.outcome == INVALID and v.reason == "the reference's metric is nan: no run can be compared with it"
 
 
 def test_log_pieces_end_at_line_ends_and_lose_no_match(tmp_path):

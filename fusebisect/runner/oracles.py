@@ -72,7 +72,8 @@ class MetricSpec:
     nonfinite: re.Pattern | None = None   # the pattern with its group matching nan/inf instead (see compile_metric)
 
 
-_NONFINITE = "(?i:[-+]?(?:nan|inf(?:inity)?)(?![a-z0-9_.]))"   # a whole word: not "loss info"
+# a whole word, followed by a space, the line's end or closing punctuation: not "loss info", "nan-check", "nan/inf"
+_NONFINITE = "(?i:[-+]?(?:nan|inf(?:inity)?)(?![^\\s,;)\\]}|'\"]))"
 
 
 def _group_span(regex: str) -> tuple[int, int] | None:
@@ -299,6 +300,8 @@ class Judge:
                 return Verdict(GOOD)
             return Verdict(BAD, f"metric {m.metric:g} vs expected {spec.expect:g}")
         if is_reference:
+            if not math.isfinite(m.metric):   # every run would be compared with a loss that diverged
+                return Verdict(INVALID, f"the reference's metric is {m.metric:g}: no run can be compared with it")
             return Verdict(GOOD, "reference")
         if reference is None:
             return Verdict(UNKNOWN, PENDING)
