@@ -400,6 +400,14 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
                 f"it off the switch took effect (run {alone[0]['index']}") in j["message"]
         assert j["message"].endswith("Rerun with --fresh --rules GeluFusionPass to test it.")
         assert "no switch file can" not in j["message"]
+        budget = alone[0]["index"] - 1   # no run left for it: the verdict says so and how to go on
+        rc = main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", *extra, "--max-runs", str(budget),
+                   "--workdir", str(tmp_path / f"b{len(extra)}"), "--", sys.executable, str(job)])
+        j = json.loads(capsys.readouterr().out)
+        assert rc == 1 and j["status"] == "inconclusive", j["message"]
+        assert j["message"].endswith(f"the budget (--max-runs {budget}) left no run to try it alone off (another "
+                                     f"rule's switch may override its): raise it and rerun the same command to "
+                                     f"resume."), j["message"]
 
 
 def test_the_noise_aware_searchs_own_budget_says_how_to_go_on(capsys, tmp_path):

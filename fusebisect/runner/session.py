@@ -689,15 +689,24 @@ class Session:
         rule alone off (up to three; once per journal). Honoured there, it was left out wrongly: the verdict is
         inconclusive, naming it and the rerun that tests it."""
         honoured: list[tuple[str, TrialRecord]] = []
+        untried: list[str] = []
         for rule in self._switch_ignored()[:3]:
             off = frozenset({rule})
             rec = next((r for r in self.records if r.off == off and not r.on), None)
             if rec is None:
                 if self.budget_spent:
-                    break
+                    untried.append(rule)
+                    continue
                 rec = self.run_one(off, "confirm")
             if rule not in rec.ignored and self._wrote_evidence(rec.paths):
                 honoured.append((rule, rec))
+        if untried and not honoured:
+            one = len(untried) == 1
+            return dataclasses.replace(result, status="inconclusive", message=(
+                f"{result.message} But {_short(untried)} {'was' if one else 'were'} left out because "
+                f"{'it' if one else 'they'} still fired with every candidate off, and the budget (--max-runs "
+                f"{self.opts.max_runs}) left no run to try {'it' if one else 'each'} alone off (another rule's "
+                f"switch may override {'its' if one else 'theirs'}): raise it and rerun the same command to resume."))
         if not honoured:
             return result
         names = [rule for rule, _ in honoured]
