@@ -318,17 +318,20 @@ def test_not_fusion_says_cannot_be_switched_off_only_of_rules_that_cannot(capsys
                                  "cause may be that fusion, which no switch file can remove."), j["message"]
 
 
-def test_a_flaky_first_reference_run_does_not_decide_every_verdict(capsys, tmp_path):
+@pytest.mark.parametrize("noise", [["--repeat", "3"], ["--flaky"], []])
+def test_a_flaky_first_reference_run_does_not_decide_every_verdict(capsys, tmp_path, noise):
     """Bad while GeluFusionPass is on, but the first all-off run (the reference) printed a flipped loss. Judged
-    against that one sample every other all-off run was BAD and GeluFusionPass came out bad while *off*. Once
-    three all-off runs exist, the one in their middle is the reference and every run is judged again."""
+    against that one sample every other all-off run was BAD and GeluFusionPass came out bad while *off* (or, with
+    no option, the baseline matched it: not_reproduced). Once three all-off runs exist, the one in their middle is
+    the reference and every run is judged again: --repeat makes three, --flaky asks for them up front, and
+    otherwise the reference runs again before a not_reproduced stands (a third run settles a disagreement)."""
     job = tmp_path / "job.sh"
     flip = tmp_path / "flipped"
     job.write_text('if grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"; then\n'
                    '  if grep -q \'"MulAddFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE" && [ ! -e ' + str(flip) +
                    ' ]; then touch ' + str(flip) + '; echo "loss 2.0"; else echo "loss 1.0"; fi\n'
                    'else echo "loss 2.0"; fi\n')
-    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--repeat", "3", "--rules",
+    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", *noise, "--rules",
             "GeluFusionPass,MulAddFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w"), "--",
             "bash", str(job)]
     rc = main(argv)

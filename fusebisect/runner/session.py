@@ -458,16 +458,56 @@ class Session:
                 return rec
         return None
 
-    def _consensus_reference(self) -> TrialRecord | None:
-        """The medoid (by metric) of the all-candidates-off runs that measured a finite metric, when there are
-        three or more and the metric is the only thing judged against the reference; else None."""
+    def _reference_runs(self) -> list[TrialRecord] | None:
+        """The all-candidates-off runs that measured a finite metric, when the metric is the only thing judged
+        against the reference (else None: the first GOOD run is the reference)."""
         j = self.judge
         if j.metric is None or j.metric.expect is not None or j.dumps is not None:
             return None
-        runs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"
+        return [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"
                 and not r.ignored and r.measurement.exit_code == 0 and not r.measurement.timed_out
                 and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
-        if len(runs) < 3:
+
+    def _settle_reference(self, *, flaky: bool) -> None:
+        """Run the all-candidates-off configuration until three of its runs have a metric, so that the reference
+        is their middle one: up front for a job declared noisy (``flaky``), else once two of its runs disagree.
+        Within the budget; at most three more runs (a resume counts the journal's)."""
+        from fusebisect.runner.oracles import close
+
+        spec = self.judge.metric
+        for _ in range(3):
+            runs = self._reference_runs()
+            if not runs or len(runs) >= 3 or self.budget_spent or self.gate_stop() is not None:
+                return
+            disputed = len(runs) == 2 and not close(runs[1].measurement.metric, runs[0].measurement.metric,
+                                                     spec.rtol, spec.atol)
+            if not (flaky or disputed):
+                return
+            self.progress.log("the all-candidates-off runs disagree: one more to settle the reference" if disputed
+                              else "a noisy job: the all-candidates-off reference is the middle of three runs")
+            self.run_one(self.all_off, "repeat")
+
+    def _recheck_reference(self, result) -> bool:
+        """Before ``not_reproduced`` under a relative metric oracle, which rests on the one reference run as much
+        as on the baseline: run the reference again (once per journal), and settle it if the two disagree.
+        Returns True when that moved the reference (the engine is then rebuilt from the new verdicts)."""
+        runs = self._reference_runs()
+        if result is None or result.status != "not_reproduced" or not runs or len(runs) != 1 or self.budget_spent:
+            return False
+        self.progress.log("the baseline matches the reference: the reference runs once more before that stands")
+        self.run_one(self.all_off, "repeat")
+        self._settle_reference(flaky=False)
+        if not self._rebuild:
+            return False
+        self.engine = self._make_engine()
+        self._rebuild = False
+        return True
+
+    def _consensus_reference(self) -> TrialRecord | None:
+        """The medoid (by metric) of the all-candidates-off runs that measured a finite metric, when there are
+        three or more and the metric is the only thing judged against the reference; else None."""
+        runs = self._reference_runs()
+        if runs is None or len(runs) < 3:
             return None
         values = [r.measurement.metric for r in runs]
         return min(runs, key=lambda r: (sum(abs(r.measurement.metric - v) for v in values), r.index))
@@ -1015,6 +1055,8 @@ class Session:
                     if rec.pending:
                         rec.outcome, rec.reason = INVALID, "no valid reference run to compare with"
         if self.gate_stop() is None:
+            self._settle_reference(flaky=self.opts.flaky)
+        if self.gate_stop() is None:
             self.engine = self._make_engine()
             self._rebuild = False
             self._maybe_prior()
@@ -1126,6 +1168,11 @@ class Session:
 
         try:
             while True:
+                if not inflight:   # no device busy: settle a reference its runs dispute before going on
+                    self._settle_reference(flaky=False)
+                    if self._rebuild:
+                        self.engine = engine = self._make_engine()
+                        self._rebuild = False
                 stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
                 if not engine.done and not stopped and not spent() and len(inflight) < workers \
                         and not self.registry.stopping:
@@ -1139,6 +1186,9 @@ class Session:
                         fut = pool.submit(self.execute, off, role, device)
                         inflight[fut] = (off, role, device)
                         running.add(off)
+                if not inflight and engine.done and self._recheck_reference(engine.result):
+                    engine = self.engine   # the reference moved: every run was judged again, the engine rebuilt
+                    continue
                 if not inflight:
                     if not engine.done and spent():  # the engine settles on what it has found so far
                         self.engine = engine = self._make_engine(spent=True)
