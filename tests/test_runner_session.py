@@ -541,6 +541,24 @@ def test_fresh_also_sets_aside_a_production_file_written_with_output(target, tmp
     assert RULES[1] in (old / "outside" / "prod.cfg").read_text()
 
 
+def test_fresh_leaves_a_production_file_another_run_wrote_since(target, tmp_path):
+    """Two workdirs share -o: the second run's file is current. --fresh in the first workdir must not take it
+    away into the first run's history."""
+    out = tmp_path / "out" / "prod.cfg"
+    out.parent.mkdir()
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    target.env["T_FAULTY"] = RULES[2]
+    other = tmp_path / "other"
+    other.mkdir()
+    assert session(target, other, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    theirs = out.read_text()
+    assert RULES[2] in theirs
+    session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out, fresh=True).run()
+    assert not list((tmp_path / "w" / "previous").glob("*/outside/prod.cfg"))   # not moved into this history
+    assert RULES[2] in out.read_text() or any(RULES[2] in b.read_text() for b in out.parent.glob("prod.cfg.bak*"))
+
+
 def test_a_culprit_named_below_the_confidence_is_no_found(target, tmp_path):
     """The run with only the culprit on never compiles: the engine names it with confidence 0.5 (turning it off
     works; whether it needs a partner is unknown). That is below --confidence: inconclusive, exit 1, with the

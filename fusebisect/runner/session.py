@@ -851,10 +851,19 @@ class Session:
                                   f"(process{'es' if len(pids) > 1 else ''} {', '.join(map(str, pids))})")
 
     def _previous_production_file(self) -> list[Path]:
-        """The production switch file the previous run in this workdir wrote (from its result.json), if any."""
+        """The production switch file the previous run in this workdir wrote (from its result.json), if any, and
+        only while it holds what that run wrote: a run in another workdir sharing -o may have written it since."""
         try:
             previous = json.loads((self.workdir / "result.json").read_text(encoding="utf-8"))
-            return [Path(previous["switch_file"])] if previous.get("switch_file") else []
+            if not previous.get("switch_file"):
+                return []
+            path = Path(previous["switch_file"])
+            digest = previous.get("switch_file_sha256")
+            if digest and path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                self.progress.log(f"{_esc(path)} is left in place: it changed since the previous run in this "
+                                  f"workdir wrote it (another run's production file?)")
+                return []
+            return [path]
         except (OSError, ValueError, AttributeError, KeyError, TypeError):
             return []
 
@@ -1295,6 +1304,9 @@ class Session:
                                          f"({self.executed} runs): rerun the same command with --max-runs above "
                                          f"{self.executed} to let it go on (it resumes from the journal).")
         run_json = build_run_json(self, result, switch_path, verify)
+        if switch_path is not None:   # what this run wrote there: --fresh moves only that, not another run's file
+            with contextlib.suppress(OSError):
+                run_json["switch_file_sha256"] = hashlib.sha256(Path(switch_path).read_bytes()).hexdigest()
         from fusebisect.fsutil import atomic_write_text
 
         atomic_write_text(self.workdir / "result.json", json.dumps(run_json, indent=2, ensure_ascii=False) + "\n")
