@@ -492,3 +492,25 @@ def test_a_check_asking_to_abort_ends_the_run_with_exit_1_not_a_usage_error(caps
     err = capsys.readouterr().err
     assert rc == 1 and "--check exited 128" in err and "aborting the run" in err
     assert (tmp_path / "w" / "journal.jsonl").exists()
+
+
+@pytest.mark.parametrize("signal_name,code", [("interrupt", 130), ("terminate", 143)])
+def test_a_signal_while_the_reports_are_written_says_the_verdict_is_kept(capsys, tmp_path, monkeypatch,
+                                                                         signal_name, code):
+    """Ctrl-C or SIGTERM after the last run, while report.html/md are written (the verdict is in result.json):
+    the usual exit status and one line saying so, never a silent exit."""
+    import fusebisect.report
+    from fusebisect.runner.session import Terminated
+
+    def stop(workdir):
+        raise KeyboardInterrupt if signal_name == "interrupt" else Terminated
+
+    monkeypatch.setattr(fusebisect.report, "write_run_reports", stop)
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    work = tmp_path / "w"
+    assert main(["-q", "run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work), "--",
+                 "bash", str(job)]) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "while writing the reports; the verdict is in " in err, err
+    assert json.loads((work / "result.json").read_text())["status"] == "found"

@@ -50,7 +50,7 @@ def run_session(opts, env: dict | None = None):
 
     Returns (SessionResult, (html path, markdown path)); Ctrl-C exits 130, SIGTERM 143, with the journal kept."""
     from fusebisect.report import write_run_reports
-    from fusebisect.runner.session import Interrupted, Progress, Session
+    from fusebisect.runner.session import Interrupted, Progress, Session, Terminated, sigterm_as_interrupt
 
     session = Session(opts, env=env, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose))
     try:
@@ -58,7 +58,15 @@ def run_session(opts, env: dict | None = None):
     except Interrupted as exc:
         print(f"fusebisect: {exc}", file=sys.stderr)
         raise typer.Exit(exc.exit_code)
-    return res, write_run_reports(session.workdir)
+    try:
+        with sigterm_as_interrupt():
+            return res, write_run_reports(session.workdir)
+    except KeyboardInterrupt as exc:   # the verdict is written: only the reports are missing
+        terminated = isinstance(exc, Terminated)
+        print(f"fusebisect: {'terminated (SIGTERM)' if terminated else 'interrupted'} while writing the reports; "
+              f"the verdict is in {session.workdir / 'result.json'}. Rerun the same command to write them (it "
+              f"runs nothing more).", file=sys.stderr)
+        raise typer.Exit(143 if terminated else 130) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -88,7 +88,7 @@ def _workdir_lock(workdir: Path):
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt():
+def sigterm_as_interrupt():
     """While running, SIGTERM unwinds like Ctrl-C (only the main thread can install a handler)."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -829,7 +829,7 @@ class Session:
 
     def _run_locked(self) -> SessionResult:
         try:
-            with _sigterm_as_interrupt():
+            with sigterm_as_interrupt():
                 return self._run()
         except KeyboardInterrupt as exc:
             self.registry.kill_all()
