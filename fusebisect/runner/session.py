@@ -655,8 +655,8 @@ class Session:
         what = [f"{unchecked} wrote no fusion_result.json or Build graph, unlike the baseline" if unchecked else "",
                 f"{ignored} still fired rules they turned off" if ignored else ""]
         return (f"Of the invalid runs, {' and '.join(w for w in what if w)}: a compile cache reusing an earlier "
-                f"build (ge_cache, .torchair_cache, an ATC output) is the usual cause. Disable compile caches and rerun with "
-                f"--fresh.")
+                f"build (ge_cache, .torchair_cache, an ATC output) is the usual cause. Disable compile caches and "
+                f"rerun with --fresh.")
 
     def _unchecked(self, rec: TrialRecord) -> bool:
         """True when ``rec`` turned some (not all) candidates off, exited 0 and wrote no fusion_result.json or
