@@ -48,6 +48,20 @@ def test_inspect_dump_stats_leave_out_the_padding_of_a_private_format(tmp_path, 
     assert (row["min"], row["max"], row["mean"], row["stats_of"]) == (1.0, 15.0, 8.0, "original")
     rc, out, _ = _run(capsys, "inspect", "dump", str(path))
     assert rc == 0 and "of the original layout" in out
+    # NC1HWC0_C04 (NC1HWC0 with C0 = 4) too; a device layout without an original shape says its stats are padded
+    nchw = np.arange(1, 2 * 3 * 2 * 2 + 1, dtype=np.float32).reshape(2, 3, 2, 2)
+    c04 = np.zeros((2, 1, 2, 2, 4), np.float32)
+    c04[:, 0, :, :, :3] = nchw.transpose(0, 2, 3, 1)
+    path = write_dump(tmp_path / "Conv2D.c.1.0.6", op_name="c", inputs=[],
+                      outputs=[TensorSpec(c04, format=12, original_shape=(2, 3, 2, 2)),
+                               TensorSpec(stored, format=29)])
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    first, second = json.loads(out)["outputs"]
+    assert (first["min"], first["max"], first["mean"], first["stats_of"]) == (1.0, 24.0, 12.5, "original")
+    assert (second["min"], second["stats_of"]) == (0.0, "stored")
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path))
+    assert "of NC1HWC0_C04 tensors are of the original layout" in out
+    assert "of FRACTAL_NZ tensors are of the stored device layout, padding included" in " ".join(out.split())
 
 
 def test_inspect_dump_table(tmp_path, capsys):

@@ -91,6 +91,13 @@ def _render(doc: dict) -> None:
     if converted:
         console.print(f"min/max/mean/nan/inf of {', '.join(converted)} tensors are of the original layout "
                       "(padding removed).")
+    from fusebisect.compare.formats import PLAIN_LAYOUTS
+
+    stored = sorted({row["format"] for kind in ("inputs", "outputs") for row in doc[kind]
+                     if row["stats_of"] == "stored" and row["format"] not in PLAIN_LAYOUTS})
+    if stored:
+        console.print(f"min/max/mean/nan/inf of {', '.join(stored)} tensors are of the stored device layout, "
+                      "padding included (no original shape to remove it by).")
 
 
 def register(app: typer.Typer) -> None:

@@ -83,9 +83,14 @@ def record_original(record, array: np.ndarray) -> np.ndarray | None:
     if getattr(record, "format_name", "ND") in PLAIN_LAYOUTS or not record.original_shape:
         return None
     try:
+        if record.format_name == "NC1HWC0_C04":   # NC1HWC0 with C0 = 4 (msaccucmp converts it nowhere: stats only)
+            orig = tuple(int(d) for d in record.original_shape)
+            origin = getattr(record, "origin_format", None)
+            name = format_name(origin) if origin else "NCHW"
+            return _from_5hd(array, orig, name if name in TARGETS["NC1HWC0"] and len(name) == len(orig) else "NCHW")
         return to_original(array, record.format, record.original_shape, target=origin_target(record),
                            sub_format=record.sub_format)
-    except (DumpFormatError, TypeError):
+    except (DumpFormatError, TypeError, ValueError):
         return None
 
 
