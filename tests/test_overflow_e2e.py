@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 from pathlib import Path
 
@@ -126,7 +127,40 @@ def test_limit_prints_exactly_limit_entries(tmp_path, capsys, limit):
     assert main(["overflow", str(tmp_path), "--limit", str(limit)]) == 1
     text = capsys.readouterr().out
     assert text.count("[Mul] mul1") + text.count("[?] ?") == limit
-    assert f"3 overflow records in all; showing the first {limit}" in text
+    assert f"3 overflowing ops in all; showing the first {limit}" in text
+
+
+def test_limit_counts_ops_and_an_ops_records_stay_together(tmp_path, capsys):
+    """One old-layout Opdebug record can name a task twice (AI Core and DHA atomic add): --limit 2 must still
+    show the second overflowing op, with the first op's records under one number."""
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "first", 5, 0, T0 + 1, [CLEAN], [SATURATED], "nano")
+    write_op(leaf, "Mul", "second", 6, 0, T0 + 2, [CLEAN], [SATURATED], "nano")
+    both = bytearray(old_record(5, 0, 0x20))
+    struct.pack_into("<6Q", both, 0, 1, 0, 5, 0, 0, 0)     # the DHA block names the same task
+    struct.pack_into("<3Q", both, 512, 0x99, 0, 0x900)      # ... and its status block a DHA code
+    write_opdebug(leaf, bytes(both), T0 + 10, "nano")
+    write_opdebug(leaf, old_record(6, 0, 0x20), T0 + 20, "nano", debug_task=2)
+    report = analyse(tmp_path, limit=2)
+    assert report.total == 2 and report.records == 3
+    assert [(o.op_index, o.op_name) for o in report.overflows] == [(1, "first"), (1, "first"), (2, "second")]
+    assert main(["overflow", str(tmp_path), "--limit", "1"]) == 1
+    text = capsys.readouterr().out
+    assert text.count("[1] [Add] first") == 2 and "second" not in text
+    assert "2 overflowing ops in all (3 records); showing the first 1 (--limit 1)." in " ".join(text.split())
+
+
+def test_html_shows_the_sign_of_an_infinite_min_or_max(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    minus, plus = np.full((2,), -np.inf, np.float16), np.full((2,), np.inf, np.float16)
+    write_op(leaf, "Add", "inf_op", 5, 0, T0 + 1, [minus], [plus], "nano")
+    write_opdebug(leaf, old_record(5, 0, 0x20), T0 + 10, "nano")
+    assert main(["overflow", str(tmp_path), "--html", str(tmp_path / "o.html")]) == 1
+    cells = re.findall(r"<td>([^<]*)</td>", (tmp_path / "o.html").read_text())
+    at = cells.index("float16")   # input row: ... dtype, shape, min, max
+    assert cells[at + 2:at + 4] == ["-inf", "-inf"]
+    at = cells.index("float16", at + 1)
+    assert cells[at + 2:at + 4] == ["inf", "inf"]
 
 
 def test_rich_panel_text(tmp_path, capsys):

@@ -51,7 +51,7 @@ def _render(report) -> None:
     from fusebisect.compare.overflow import INVALID_IDS
 
     console = common.out()
-    what = "abnormal ops (scan)" if report.mode == "scan" else "overflow records"
+    what = "abnormal ops (scan)" if report.mode == "scan" else "overflowing ops"
     if report.unreadable:   # never "no overflow" when a record could not be read
         console.print(Text(f"{report.unreadable_summary()}: {_unreadable_consequence(report)}.", style="bold red"))
     elif not report.overflows:
@@ -101,11 +101,12 @@ def _render(report) -> None:
         if ov.dump_file:
             body.add_row(Text(f"dump: {_rel(ov.dump_file, report.dump_dir)}", style="dim", overflow="fold"))
         body.add_row(Text(f"=> {ov.diagnosis}", style="bold cyan"))
-        title = f"[{n}] [{ov.op_type}] {ov.op_name}"
+        title = f"[{ov.op_index or n}] [{ov.op_type}] {ov.op_name}"
         console.print(Panel(body, title=title, title_align="left", expand=False))
-    if report.total > len(report.overflows):
-        console.print(f"{report.total} {what} in all; showing the first {len(report.overflows)} "
-                      f"(--limit {report.limit}).")
+    shown = len({ov.op_index for ov in report.overflows})
+    if report.total > shown:
+        records = f" ({report.records} records)" if report.records > report.total else ""
+        console.print(f"{report.total} {what} in all{records}; showing the first {shown} (--limit {report.limit}).")
 
 
 def register(app: typer.Typer) -> None:

@@ -444,6 +444,7 @@ class Overflow:
     dump_file: Path | None = None
     opdebug_file: Path | None = None
     iteration: dict = field(default_factory=dict)           # device, model_name, model_id, iteration
+    op_index: int = 0     # which overflowing op (1 = the first), shared by the records of one op (AI Core, DHA...)
 
     def to_json(self) -> dict:
         """The documented ``--json`` object (plus a few extra keys)."""
@@ -455,7 +456,8 @@ class Overflow:
                 "context_id": self.context_id, "thread_id": self.thread_id, "original_ops": list(self.original_ops),
                 "output_origins": list(self.output_origins), "matched": self.matched,
                 "dump_file": str(self.dump_file) if self.dump_file else None,
-                "opdebug_file": str(self.opdebug_file) if self.opdebug_file else None, "iteration": self.iteration}
+                "opdebug_file": str(self.opdebug_file) if self.opdebug_file else None, "iteration": self.iteration,
+                "op_index": self.op_index}
 
 
 @dataclass
@@ -464,9 +466,10 @@ class OverflowReport:
 
     dump_dir: Path
     mode: str                         # 'opdebug' | 'scan'
-    overflows: list[Overflow]         # the first ``limit``, execution order
-    total: int                        # overflows found in all (scan: found before stopping at the limit)
+    overflows: list[Overflow]         # the records of the first ``limit`` ops, execution order
+    total: int                        # overflowing ops found in all (scan: found before stopping at the limit)
     limit: int
+    records: int = 0                  # Opdebug records with an overflow (one op can have several: AI Core, DHA)
     opdebug_files: int = 0
     scanned: int = 0                  # op dump files looked at (scan mode; unreadable ones included)
     problems: list[tuple[Path, str]] = field(default_factory=list)   # per-file problems, not fatal
@@ -497,7 +500,8 @@ class OverflowReport:
     def to_json(self) -> dict:
         """``{"overflows": [...], "total", "mode", "limit", "opdebug_files", "unreadable", "scanned", "problems",
         "notes"}``."""
-        return {"overflows": [o.to_json() for o in self.overflows], "total": self.total, "mode": self.mode,
+        return {"overflows": [o.to_json() for o in self.overflows], "total": self.total, "records": self.records,
+                "mode": self.mode,
                 "limit": self.limit, "dump_dir": str(self.dump_dir), "opdebug_files": self.opdebug_files,
                 "unreadable": _path_messages(self.unreadable), "scanned": self.scanned,
                 "problems": _path_messages(self.problems), "notes": list(self.notes)}
@@ -772,9 +776,24 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
         report.notes.append(f"{len(later)} overflow record(s) matched an op dump timestamped after the Opdebug file "
                             f"(no earlier dump of that task, e.g. {later[0]}): check the op names against the graph")
     found.sort(key=lambda item: item[0])
-    report.total = len(found)
-    for (ts, *_), rec, op, dbg in found[:limit]:
+    # --limit counts ops: the records one op raised (AI Core and DHA in one Opdebug file, say) stay together
+    def op_key(rec, op, dbg):   # the op dump matched, else what names the task
+        stream = rec.stream_id if rec.stream_id not in INVALID_IDS else _stream(dbg)
+        return str(op.path) if op is not None else (str(_leaf_dir(dbg)), rec.task_id, stream, rec.context_id,
+                                                    rec.thread_id)
+
+    ordinal: dict = {}
+    for _key, rec, op, dbg in found:
+        ordinal.setdefault(op_key(rec, op, dbg), len(ordinal) + 1)
+    report.total, report.records = len(ordinal), len(found)
+    picked = []
+    for at, ((ts, *_), rec, op, dbg) in enumerate(found):
+        k = ordinal[op_key(rec, op, dbg)]
+        if k <= limit:
+            picked.append((k, at, ts, rec, op, dbg))
+    for k, _at, ts, rec, op, dbg in sorted(picked, key=lambda p: p[:2]):
         report.overflows.append(_explain(rec, op, dbg, ts, gindex, report))
+        report.overflows[-1].op_index = k
     return report
 
 
@@ -839,7 +858,9 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
         report.overflows.append(ov)
         if len(report.overflows) >= limit:
             break
-    report.total = len(report.overflows)
+    report.total = report.records = len(report.overflows)
+    for k, ov in enumerate(report.overflows, start=1):
+        ov.op_index = k
     if report.total >= limit and report.scanned < len(tree.bad) + sum(1 for e in tree.entries if not _is_debug(e)):
         report.notes.append(f"stopped after the first {limit} abnormal ops ({report.scanned} dumps read)")
     return report

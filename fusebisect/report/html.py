@@ -230,13 +230,20 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
         body = [verdict("clean", "<b>No overflow found.</b>")]
     if overflows and unreadable:
         body.append(f"<p><b>Not read:</b> {esc(unreadable)}</p>")
+    def extreme(s: dict, which: str) -> str:
+        """min/max: a number, else its infinity, whose sign the counts tell (a min is -inf only with a -Inf)."""
+        if s.get(which) is not None or not s.get(f"{which}_is_inf"):
+            return fmt_number(s.get(which))
+        if which == "min":
+            return "-inf" if s.get("neg_inf") else "inf"
+        return "inf" if s.get("pos_inf", s.get("inf")) else "-inf"
+
     for n, o in enumerate(overflows, 1):
         parts = [table(["op type", "op", "task id", "stream id", "timestamp", "unit", "status", "meanings"],
                        [[o.get("op_type"), o.get("op_name"), o.get("task_id"), o.get("stream_id"),
                          o.get("timestamp"), o.get("unit"), o.get("status"), "; ".join(o.get("meanings") or [])]])]
         stats = [[side[:-1], s.get("index"), s.get("dtype"), s.get("shape"),
-                  fmt_number(s.get("min")) if s.get("min") is not None or not s.get("neg_inf") else "-inf",
-                  fmt_number(s.get("max")) if s.get("max") is not None or not s.get("pos_inf") else "inf",
+                  extreme(s, "min"), extreme(s, "max"),
                   fmt_number(s.get("mean")), s.get("nan"), s.get("pos_inf", s.get("inf")), s.get("neg_inf"),
                   s.get("saturated")]
                  for side in ("inputs", "outputs") for s in (o.get(side) or [])]
@@ -247,5 +254,5 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
             parts.append(f"<p>fusion rules of this op: <code>{esc(', '.join(o['pass_names']))}</code></p>")
         if o.get("diagnosis"):
             parts.append(f"<p><b>Diagnosis:</b> {esc(o['diagnosis'])}</p>")
-        body.append(section(f"{n}. {o.get('op_name')}", *parts))
+        body.append(section(f"{o.get('op_index') or n}. {o.get('op_name')}", *parts))
     return page("fusebisect overflow report", f"dump: {dump_dir}", body)
