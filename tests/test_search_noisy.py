@@ -81,6 +81,29 @@ def test_one_flipped_run_with_the_culprit_off_does_not_end_a_flaky_search():
     assert sorted(c.rules[0] for c in s.result.culprits) == [a, b]
 
 
+@pytest.mark.parametrize("lies", [1, 2])
+def test_two_good_runs_of_three_with_the_culprit_off_do_not_end_a_flaky_search(lies):
+    """The runs with only the first culprit off go GOOD, BAD, GOOD (one or two of them flipped): a majority of
+    GOOD there is no proof that nothing more is left; the search goes on and finds the second culprit."""
+    cands = names(40)
+    a, b = cands[0], cands[1]
+    seen = []
+
+    def target(off):
+        bad = a not in off or b not in off
+        if off == frozenset({a}):
+            seen.append(off)
+            if len(seen) in ((1, 3) if lies == 2 else (1,)):
+                bad = not bad
+        return Outcome.BAD if bad else Outcome.GOOD
+
+    s = Search(cands, flaky=True)
+    drive(s, target)
+    assert len(seen) >= 2, "the scenario needs the runs with only the first culprit off"
+    assert s.result.status == "found"
+    assert sorted(c.rules[0] for c in s.result.culprits) == [a, b]
+
+
 def test_settle_mid_round_keeps_the_culprits_named():
     """The runner's budget can end a round part-way: settle() ends the search with what it named so far."""
     cands = names(40)

@@ -64,9 +64,10 @@ aware mode: a Bayesian posterior over "rule i is the culprit" (either direction,
 "always bad") with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
 1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
 were observed. Below that, after ``max_executions``, the verdict is inconclusive. Then, as in Go's loop,
-the run with that culprit off is judged by a majority of two agreeing runs (up to three): GOOD ends the
-search, BAD makes it go on over the other rules with that culprit kept off, from the runs that had it off,
-until "nothing more" reaches ``confidence`` (each culprit sought has its own run budget). A rule bad while
+the run with that culprit off is run until two of its runs agree (up to three): two GOOD and no BAD end the
+search; anything else makes it go on over the other rules with that culprit kept off, from the runs that had it
+off, until "nothing more" reaches ``confidence`` (each culprit sought has its own run budget): two GOOD of three
+would leave a second culprit at 20 % when one verdict in five flips. A rule bad while
 turned off is named only when the run with only it on is GOOD the same way; BAD there (another rule bad while
 off, which this mode does not search) ends the search inconclusive.
 """
@@ -695,7 +696,7 @@ class Search:
                 # "nothing more" (or a picture no further culprit explains): the culprits found are the answer
                 if top != 2 * m:
                     self._notes.append("after the culprits found, no further single culprit explains the runs")
-                return self._noisy_found(found)
+                return self._noisy_found(found) if len(found) > 1 else self._noisy_result(*found[0])
             if p >= self.confidence:
                 g = rest[top] if top < m else top     # a rule, or (before any is named) another hypothesis
                 missing = [(off, role) for off, role in self._confirm_configs(g, found_mask)
@@ -737,12 +738,15 @@ class Search:
                 if max(bad, good) < 2:
                     self._notes.append(f"the run with {self.candidates[g]} off was not judged by two agreeing runs "
                                        "(run budget, or invalid runs): a further culprit is not ruled out")
-                if bad >= 2 and bad > len(decided) - bad:
-                    found.append((g, p))
-                    found_mask |= 1 << g
+                if good >= 2 and not bad:   # seen GOOD, and only GOOD: nothing more
+                    return self._noisy_found(found + [(g, p)]) if found else self._noisy_result(g, p)
+                # otherwise the search goes on with it off, where "nothing more" must reach the confidence too: two
+                # GOOD runs of three leave a second culprit at 20 % when one verdict in five flips
+                found.append((g, p))
+                found_mask |= 1 << g
+                if bad >= 2 and bad > good:
                     self._notes.append(f"with {self.candidates[g]} off the job was still bad: looking for more")
-                    continue
-                return self._noisy_found(found + [(g, p)]) if found else self._noisy_result(g, p)
+                continue
             if self.executions >= cap:
                 if found:
                     self._notes.append("stopped at the run budget before ruling out more culprits")
