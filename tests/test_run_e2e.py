@@ -91,6 +91,8 @@ def test_parallel_jobs(capsys, tmp_path):
     assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]]
     # runs of a round end in any order; the JSON lists them by number
     assert [t["index"] for t in j["trials"]] == sorted(t["index"] for t in j["trials"])
+    # the run-count target is for runs one at a time: parallel rounds spend more runs for less wall-clock time
+    assert f"in {j['executions']} runs (target {j['bound']} one at a time)" in j["message"], j["message"]
 
 
 def test_dumps_oracle_and_prior(capsys, tmp_path):

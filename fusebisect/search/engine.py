@@ -812,8 +812,10 @@ class Search:
             boundary = (frozenset(), self._names(mask_of(found[0])))
         parts = ["+".join(c.rules) for c in culprits]
         kind = "turned on" if self._direction == "on" else "turned off"
-        msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs (target "
-               f"{bound_for_sets(self._n, [len(s) for s in found])}): {'; '.join(parts)} "
+        target = bound_for_sets(self._n, [len(s) for s in found])
+        # P workers run P configurations a round: fewer rounds, more runs than one at a time
+        target_text = f"target {target}" if self.workers == 1 else f"target {target} one at a time"
+        msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs ({target_text}): {'; '.join(parts)} "
                f"(bad while {kind}).")
         if self._stuck:
             self._notes.append(f"{len(self._stuck)} suspects could not be separated (invalid runs)")
