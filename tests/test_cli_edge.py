@@ -150,6 +150,11 @@ def test_a_usage_error_is_one_line_naming_the_option(capsys):
     assert main(["compare", "a", "b", "--top", "0"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "'--top'" in err and "fusebisect compare --help" in err
+    # a command group given no command shows its commands, and no empty error line
+    for group in ("rules", "cfg", "dump", "inspect", "sim"):
+        assert main([group]) == 2
+        captured = capsys.readouterr()
+        assert "Commands" in captured.out and "error" not in captured.err, (group, captured.err)
 
 
 def test_a_fifo_given_as_dump_input_is_named_for_what_it_is(tmp_path, capsys):

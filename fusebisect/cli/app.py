@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, UsageError):   # one line naming the option, like every other error
             where = exc.ctx.command_path if exc.ctx is not None else "fusebisect"
             message = " ".join(exc.format_message().split())
-            print(f"fusebisect: error: {message} (see '{where} --help')", file=sys.stderr)
+            if message:   # (a command group given no command has printed its help: nothing more to say)
+                print(f"fusebisect: error: {message} (see '{where} --help')", file=sys.stderr)
         else:
             exc.show()
         return exc.exit_code if exc.exit_code else 2
