@@ -188,6 +188,10 @@ def test_json_duplicate_keys_keep_the_last_as_cann_reads_them():
         assert parse_switch_text(kept_last).graph == {"GeluFusionPass": "off"}
         report = check_switch_text(kept_last, default_catalog())
         assert [(p.severity, p.code) for p in report.problems] == [("warning", "duplicate")], report.problems
+    huge = ('{"Switch": {"GraphFusion": {"GeluFusionPass": "on"}}, "Priority": {"GraphFusion": {"Top": '
+            '{"GeluFusionPass": "' + "9" * 5000 + '"}}}}')
+    [problem] = check_switch_text(huge, default_catalog()).problems   # a priority problem, not Python's digit limit
+    assert problem.code == "priority" and "(5000 digits): a Top priority must be in [0, 1000)" in problem.message
     prio = ('{"Switch": {"GraphFusion": {"GeluFusionPass": "on"}}, "Priority": {"GraphFusion": {"Top": '
             '{"GeluFusionPass": "5000"}, "Top": {"GeluFusionPass": "5"}}}}')
     report = check_switch_text(prio, default_catalog())

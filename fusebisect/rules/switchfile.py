@@ -357,8 +357,9 @@ def _check_priority(node: Node, add) -> None:
                     shown = json.dumps(val.value) if val.kind != "object" else "an object"
                     hint = f" (write \"{val.value}\")" if val.kind == "number" and isinstance(val.value, int) else ""
                     add("priority", f"{label} = {shown}: CANN needs a string holding an integer{hint}", val.offset)
-                elif not bounds[0] <= int(text) < bounds[1]:
-                    add("priority", f"{label} = {int(text)}: a {level.strip()} priority must be in "
+                elif len(text) > 12 or not bounds[0] <= int(text) < bounds[1]:   # (int() refuses 4300+ digits)
+                    shown = text if len(text) <= 12 else f"{text[:12]}... ({len(text)} digits)"
+                    add("priority", f"{label} = {shown}: a {level.strip()} priority must be in "
                         f"[{bounds[0]}, {bounds[1]})", val.offset)
 
 
