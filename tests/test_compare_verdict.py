@@ -379,6 +379,7 @@ def test_a_msaccucmp_that_fails_in_gbk_is_a_one_line_error(tmp_path, capsys):
     assert main(["compare", str(my), str(gold), "--engine", "msaccucmp", "--msaccucmp", str(fake)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("fusebisect: error: msaccucmp failed (exit 1): ") and err.count("\n") == 1
+    assert "\u6bd4\u5bf9\u5931\u8d25" in err   # decoded as GBK, readable
 
 
 def test_an_integer_tensor_against_a_float_golden_is_kept_but_not_judged(tmp_path, capsys):

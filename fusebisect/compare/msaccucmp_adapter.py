@@ -99,13 +99,14 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             argv.append("-ffts")
         out = work / "out"
         argv += ["-out", str(out)]
-        try:   # its logs may hold GBK text (Chinese messages, file names): never fail on decoding them
-            proc = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env, timeout=timeout)
+        try:
+            proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise FusebisectError(f"msaccucmp did not finish within {timeout:g} s") from None
+        proc.stdout, proc.stderr = _decoded(proc.stdout), _decoded(proc.stderr)
         csvs = sorted(out.glob("result_*.csv")) if out.is_dir() else []
         if not csvs:
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+            tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])   # one line
             raise FusebisectError(f"msaccucmp failed (exit {proc.returncode}): {tail}")
         report = read_result_csv(csvs[-1], cosine=cosine, max_abs_error=max_abs_error, graph=graph)
         missing = re.search(r"Failed to load (\S+\.so)[^\n]*", proc.stdout + proc.stderr)
@@ -120,6 +121,16 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         row.timestamp = timestamps.get(mp.lookup_name(row.tensor.split(":")[0]), 0) if row.tensor != NAN_TEXT else 0
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     return report
+
+
+def _decoded(data: bytes) -> str:
+    """msaccucmp's log text: UTF-8, else GBK (Chinese messages on many hosts), else UTF-8 with replacements."""
+    for encoding in ("utf-8", "gbk"):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("utf-8", errors="replace")
 
 
 def _metric(text: str, name: str):
