@@ -97,7 +97,7 @@ def _render(doc: dict) -> None:
                      if row["stats_of"] == "stored" and row["format"] not in PLAIN_LAYOUTS})
     if stored:
         console.print(f"min/max/mean/nan/inf of {', '.join(stored)} tensors are of the stored device layout, "
-                      "padding included (no original shape to remove it by).")
+                      "padding included (no original shape, one the tensor does not fit, or a layout not converted).")
 
 
 def register(app: typer.Typer) -> None:
