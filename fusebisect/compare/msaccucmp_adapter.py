@@ -20,6 +20,7 @@ from pathlib import Path
 from fusebisect.compare import mapping as mp
 from fusebisect.compare.engine import CompareReport, CompareRow, first_divergence
 from fusebisect.compare.metrics import ALGORITHMS, NAN_TEXT, Value, nan_value
+from fusebisect.compare.pbtext import decode_text
 from fusebisect.errors import FusebisectError, UsageError
 
 _SUBDIR = Path("tools") / "operator_cmp" / "compare" / "msaccucmp.py"
@@ -103,7 +104,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise FusebisectError(f"msaccucmp did not finish within {timeout:g} s") from None
-        proc.stdout, proc.stderr = _decoded(proc.stdout), _decoded(proc.stderr)
+        # its log: UTF-8, else GBK (Chinese messages on many hosts)
+        proc.stdout, proc.stderr = decode_text(proc.stdout), decode_text(proc.stderr)
         csvs = sorted(out.glob("result_*.csv")) if out.is_dir() else []
         if not csvs:
             tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])   # one line
@@ -121,16 +123,6 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         row.timestamp = timestamps.get(mp.lookup_name(row.tensor.split(":")[0]), 0) if row.tensor != NAN_TEXT else 0
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     return report
-
-
-def _decoded(data: bytes) -> str:
-    """msaccucmp's log text: UTF-8, else GBK (Chinese messages on many hosts), else UTF-8 with replacements."""
-    for encoding in ("utf-8", "gbk"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("utf-8", errors="replace")
 
 
 def _metric(text: str, name: str):
