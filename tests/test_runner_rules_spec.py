@@ -26,6 +26,8 @@ def test_an_old_format_switch_file_gives_the_rules_it_names(tmp_path):
     cfg = tmp_path / "fusion_switch.cfg"
     cfg.write_text("GeluFusionPass:off\nTbeEltwiseFusionPass : off\nMulAddFusionPass:on\n", encoding="utf-8")
     assert sorted(load_rules_spec(str(cfg))) == ["GeluFusionPass", "MulAddFusionPass", "TbeEltwiseFusionPass"]
+    cfg.write_bytes(b"# the passes we suspect\r\nGeluFusionPass:OFF\r\n// and this one\r\nMulAddFusionPass:off\r\n")
+    assert load_rules_spec(str(cfg)) == ["GeluFusionPass", "MulAddFusionPass"]
 
 
 def test_bad_names_and_empty_lists_are_usage_errors(tmp_path):
