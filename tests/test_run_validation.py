@@ -127,3 +127,12 @@ def test_an_output_whose_backup_name_cannot_exist_is_refused_before_any_run(tmp_
     assert rc == 2 and err.count("\n") == 1 and ".cfg.bak would be longer than the" in err, err
     assert err.startswith("fusebisect: error: --output: ")
     assert not marker.exists() and prod.read_text() == "mine"
+    # the run's own file, written there by a finished run in the workdir: a rerun resumes (nothing to back up)
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    ours = tmp_path / ("b" * 250 + ".cfg")
+    argv = ["-q", "run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w2"), "-o",
+            str(ours), "--", "bash", str(job)]
+    assert main(argv) == 0 and ours.is_file()
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err

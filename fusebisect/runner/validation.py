@@ -7,6 +7,8 @@ the journal is written: a journal holding a bad value would refuse the corrected
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import re
@@ -149,7 +151,9 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
                 pass
         except OSError as exc:
             raise UsageError(f"--output: cannot write in {parent} ({exc.strerror or exc})") from None
-    if where.is_file():   # a file of the user's is kept as NAME.bak (or .bak.N) before it is replaced
+    if where.is_file() and not _written_here(workdir, where):
+        # a file of the user's is kept as NAME.bak (or .bak.N) before it is replaced (the run's own file from an
+        # earlier run in this workdir is not: a resume keeps it, --fresh moves it aside)
         from fusebisect.rules.switchfile import next_backup_path
 
         try:
@@ -163,6 +167,17 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
         if len(os.fsencode(backup)) > longest:
             raise UsageError(f"{flag}: {target}: its backup {backup} would be longer than the {longest} bytes a file "
                              f"name can have here; give a shorter name")
+
+
+def _written_here(workdir: Path, where: Path) -> bool:
+    """True when ``where`` still holds the production file the previous run in ``workdir`` wrote (its result.json
+    names it and its SHA-256)."""
+    try:
+        previous = json.loads((workdir / "result.json").read_text(encoding="utf-8"))
+        return (Path(previous["switch_file"]).resolve() == where
+                and hashlib.sha256(where.read_bytes()).hexdigest() == previous.get("switch_file_sha256"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def check_search_options(opts: "RunOptions") -> None:
