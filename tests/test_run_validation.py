@@ -34,6 +34,8 @@ M = "loss ([0-9.]+)"
     (["--workdir", ""], "--workdir: empty path"),
     (["--workdir", "/proc/fb/w"], "--workdir: cannot create /proc/fb/w in /proc ("),
     (["--workdir", "{tmp}/dangling"], "--workdir: {tmp}/dangling is a symbolic link to {tmp}/gone/w, which does not exist"),
+    (["--workdir", "{tmp}/dangling/sub"], "--workdir: {tmp}/dangling is a symbolic link to {tmp}/gone/w, which does not "
+                                          "exist"),
     (["--check", "no-such-check-program-xyz"], "--check: cannot run command 'no-such-check-program-xyz': not found"),
     (["--check", "{tmp}/check.sh"], "--check: cannot run command '{tmp}/check.sh': no such file"),
     (["--check", "--jobs", "2"], "--check needs a command, got the option '--jobs'"),

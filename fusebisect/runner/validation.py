@@ -121,8 +121,9 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     home = resolved_path(workdir, "--workdir")
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"--workdir: {workdir} exists and is not a directory")
-    if workdir.is_symlink() and not workdir.exists():
-        raise UsageError(f"--workdir: {workdir} is a symbolic link to {os.readlink(workdir)}, which does not exist")
+    for link in (workdir, *workdir.absolute().parents):   # it, or a directory it would be created in
+        if link.is_symlink() and not link.exists():
+            raise UsageError(f"--workdir: {link} is a symbolic link to {os.readlink(link)}, which does not exist")
     if not workdir.exists():
         # it is created only once every option is checked: probe its nearest existing parent now (/proc, a
         # read-only mount, a missing permission)
