@@ -394,7 +394,17 @@ def test_an_integer_tensor_against_a_float_golden_is_kept_but_not_judged(tmp_pat
     assert conv.compared and conv.cosine < 0.99 and not conv.judged
     assert conv.note == "int32 against a float32 golden: a quantized value before its scale, not judged"
     assert main(["compare", str(my), str(gold), "--json"]) == 1
-    assert json.loads(capsys.readouterr().out)["first_divergence"]["tensor"] == "relu1:output:0"
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["tensor"] == "relu1:output:0"
+    assert [t["judged"] for t in out["tensors"] if t["tensor"] == "conv1:output:0"] == [False]
+    # with the float input row it is "no divergence, 1 not judged"; integer tensors alone: nothing was judged
+    assert main(["compare", str(my), str(gold), "--op", "conv1"]) == 0
+    assert "1 not judged (see the reason column)" in " ".join(capsys.readouterr().out.replace("│", " ").split())
+    _dump(tmp_path / "int" / "my", "conv1", acc, same_input=False)
+    _dump(tmp_path / "int" / "gold", "conv1", X, same_input=False)
+    assert main(["compare", str(tmp_path / "int" / "my"), str(tmp_path / "int" / "gold")]) == 2
+    captured = capsys.readouterr()
+    assert "No divergence" not in captured.out and "none of the 2 tensors could be judged" in captured.err
 
 
 def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):

@@ -73,13 +73,19 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
                       style=style)
     console.print(table)
     if fd is None:
-        compared = len(report.rows) - skipped
+        unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
+        compared = len(report.rows) - skipped - unjudged
         if compared:
             text = (f"No divergence: every cosine >= {cosine}"
                     + (f" and max abs error <= {max_abs_error}" if max_abs_error is not None else "")
                     + f" over the {compared} tensors compared")
+            if unjudged:
+                text += f"; {unjudged} not judged (see the reason column)"
             if skipped:
                 text += f"; {skipped} could not be compared (see the reason column)"
+        elif unjudged:
+            text = (f"Nothing judged: {unjudged} tensor{'s' if unjudged > 1 else ''} compared but not judged (see the "
+                    f"reason column)" + (f"; {skipped} could not be compared" if skipped else ""))
         else:
             text = f"Nothing compared: none of the {skipped} tensors could be compared (see the reason column)"
         console.print(Panel(text + f"; {len(report.unmatched)} unmatched.", title="summary",
@@ -181,7 +187,8 @@ def register(app: typer.Typer) -> None:
         rows = [] if html_out is None and not json_out else [
             {"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
              "cosine": _finite(r.cosine), "max_abs_error": _finite(r.max_abs_error), "nonfinite": r.nonfinite,
-             "finite_cosine": r.finite_cosine, "compared": r.compared, "reason": r.fail_reason or r.note}
+             "finite_cosine": r.finite_cosine, "compared": r.compared, "judged": r.compared and r.judged,
+             "reason": r.fail_reason or r.note}
             for r in report.execution_order()]   # for the HTML report and --json
         if html_out is not None:
             from fusebisect.fsutil import atomic_write_text
@@ -205,6 +212,9 @@ def register(app: typer.Typer) -> None:
             first = next((r.fail_reason for r in report.rows if r.fail_reason), "")
             raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be compared"
                              + (f" (first reason: {first})" if first else ""))
+        if report.rows and all(not r.compared or not r.judged for r in report.rows):   # no verdict rests on any
+            first = next(r.note for r in report.rows if r.compared)
+            raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be judged (first: {first})")
         if report.unreadable:   # a tensor that could not be read may be the divergent one: no verdict
             first = report.unreadable[0]
             raise DumpFormatError(f"{len(report.unreadable)} dump file(s) could not be read: 'no divergence' "
