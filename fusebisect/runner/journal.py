@@ -97,7 +97,7 @@ class Journal:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._repair_torn_tail()
             with open(self.path, "ab") as handle:
-                # a non-UTF-8 byte of a path (a lone surrogate) as its \\uXXXX escape: the same string in JSON
+                # a non-UTF-8 byte of a path (a lone surrogate) as its \uXXXX escape: the same string in JSON
                 handle.write(line.encode("utf-8", errors="backslashreplace"))
                 handle.flush()
                 os.fsync(handle.fileno())
