@@ -8,6 +8,7 @@ loading. The search state is a fold over these events, so rerunning the same com
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -120,6 +121,24 @@ class Journal:
                 handle.truncate(cut)
                 handle.flush()
                 os.fsync(handle.fileno())
+
+
+def production_digest(path: str | os.PathLike[str]) -> str:
+    """The SHA-256 (hex) of a production switch file: result.json keeps it as ``switch_file_sha256``. Raises
+    OSError."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def previous_production(workdir: str | os.PathLike[str]) -> tuple[Path, bool | None] | None:
+    """The production switch file the previous run in ``workdir`` wrote (its result.json's ``switch_file``), and
+    whether it still holds what that run wrote (None when result.json has no digest); None without one."""
+    try:
+        previous = json.loads((Path(workdir) / "result.json").read_text(encoding="utf-8"))
+        path = Path(previous["switch_file"])
+        digest = previous.get("switch_file_sha256")
+        return path, (None if not digest else path.is_file() and production_digest(path) == digest)
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
 
 
 # What one run leaves in its workdir besides the content-hashed switch/ files (which any run may share)

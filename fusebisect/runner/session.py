@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
-                                       set_aside_previous_run)
+                                       previous_production, production_digest, set_aside_previous_run)
 from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
                                      kill_leftovers, numbered_trial_dirs, read_text, substitute)
@@ -853,19 +853,15 @@ class Session:
     def _previous_production_file(self) -> list[Path]:
         """The production switch file the previous run in this workdir wrote (from its result.json), if any, and
         only while it holds what that run wrote: a run in another workdir sharing -o may have written it since."""
-        try:
-            previous = json.loads((self.workdir / "result.json").read_text(encoding="utf-8"))
-            if not previous.get("switch_file"):
-                return []
-            path = Path(previous["switch_file"])
-            digest = previous.get("switch_file_sha256")
-            if digest and path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() != digest:
-                self.progress.log(f"{_esc(path)} is left in place: it changed since the previous run in this "
-                                  f"workdir wrote it (another run's production file?)")
-                return []
-            return [path]
-        except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        previous = previous_production(self.workdir)
+        if previous is None:
             return []
+        path, unchanged = previous
+        if unchanged is False and path.is_file():
+            self.progress.log(f"{_esc(path)} is left in place: it changed since the previous run in this workdir "
+                              f"wrote it (another run's production file?)")
+            return []
+        return [path]
 
     def _resume_hint(self, what: str = "interrupted") -> str:
         if not self.journal.path.exists():   # still in the baseline run: nothing to resume yet
@@ -1306,7 +1302,7 @@ class Session:
         run_json = build_run_json(self, result, switch_path, verify)
         if switch_path is not None:   # what this run wrote there: --fresh moves only that, not another run's file
             with contextlib.suppress(OSError):
-                run_json["switch_file_sha256"] = hashlib.sha256(Path(switch_path).read_bytes()).hexdigest()
+                run_json["switch_file_sha256"] = production_digest(switch_path)
         from fusebisect.fsutil import atomic_write_text
 
         atomic_write_text(self.workdir / "result.json", json.dumps(run_json, indent=2, ensure_ascii=False) + "\n")

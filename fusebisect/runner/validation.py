@@ -7,8 +7,6 @@ the journal is written: a journal holding a bad value would refuse the corrected
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import os
 import re
@@ -171,14 +169,11 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
 
 
 def _written_here(workdir: Path, where: Path) -> bool:
-    """True when ``where`` still holds the production file the previous run in ``workdir`` wrote (its result.json
-    names it and its SHA-256)."""
-    try:
-        previous = json.loads((workdir / "result.json").read_text(encoding="utf-8"))
-        return (Path(previous["switch_file"]).resolve() == where
-                and hashlib.sha256(where.read_bytes()).hexdigest() == previous.get("switch_file_sha256"))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return False
+    """True when ``where`` still holds the production file the previous run in ``workdir`` wrote."""
+    from fusebisect.runner.journal import previous_production
+
+    previous = previous_production(workdir)
+    return previous is not None and previous[1] is True and previous[0].resolve() == where
 
 
 def check_search_options(opts: "RunOptions") -> None:
