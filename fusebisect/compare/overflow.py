@@ -620,13 +620,17 @@ def _load_graph(graph):
     return load_graph(graph)
 
 
-def _match(rec: OverflowRecord, candidates: list, debug_ts: int, debug_stream: int | None = None):
+def _record_stream(rec: OverflowRecord, dbg) -> int | None:
+    """The record's stream id; one of all ones (not set) is read from the Opdebug file's own name, as
+    precision_tool does."""
+    return rec.stream_id if rec.stream_id not in INVALID_IDS else _stream(dbg)
+
+
+def _match(rec: OverflowRecord, candidates: list, debug_ts: int, stream: int | None = None):
     """The op dump of ``candidates`` (same iteration and task id) this record points at, or None.
 
-    The stream must agree where both the record and the dump name carry one; a record's stream id of all ones
-    (not set) is read from the Opdebug file's own name (``debug_stream``), as precision_tool does; a dump name
+    The stream (:func:`_record_stream`) must agree where both the record and the dump name carry one; a dump name
     without a stream id (some runtimes) matches on the task id."""
-    stream = rec.stream_id if rec.stream_id not in INVALID_IDS else debug_stream
     if stream is not None:
         candidates = [e for e in candidates if _stream(e) in (None, stream)]
     pool = [e for e in candidates
@@ -759,7 +763,7 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
                     continue
                 any_overflow = True
                 cands = index.get(_leaf_dir(dbg), {}).get(rec.task_id, [])
-                op = _match(rec, cands, dbg.timestamp, _stream(dbg))
+                op = _match(rec, cands, dbg.timestamp, _record_stream(rec, dbg))
                 if op is not None and op.timestamp > dbg.timestamp:
                     later.append(f"{op.path.name} (task {rec.task_id})")
                 ts = op.timestamp if op is not None else dbg.timestamp
@@ -776,22 +780,17 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
         report.notes.append(f"{len(later)} overflow record(s) matched an op dump timestamped after the Opdebug file "
                             f"(no earlier dump of that task, e.g. {later[0]}): check the op names against the graph")
     found.sort(key=lambda item: item[0])
-    # --limit counts ops: the records one op raised (AI Core and DHA in one Opdebug file, say) stay together
-    def op_key(rec, op, dbg):   # the op dump matched, else what names the task
-        stream = rec.stream_id if rec.stream_id not in INVALID_IDS else _stream(dbg)
-        return str(op.path) if op is not None else (str(_leaf_dir(dbg)), rec.task_id, stream, rec.context_id,
-                                                    rec.thread_id)
-
+    # --limit counts ops: the records one op raised (AI Core and DHA in one Opdebug file, say) stay together; an
+    # op is the dump matched, else what names the task
+    keys = [str(op.path) if op is not None else
+            (str(_leaf_dir(dbg)), rec.task_id, _record_stream(rec, dbg), rec.context_id, rec.thread_id)
+            for _sort, rec, op, dbg in found]
     ordinal: dict = {}
-    for _key, rec, op, dbg in found:
-        ordinal.setdefault(op_key(rec, op, dbg), len(ordinal) + 1)
+    for key in keys:
+        ordinal.setdefault(key, len(ordinal) + 1)
     report.total, report.records = len(ordinal), len(found)
-    picked = []
-    for at, ((ts, *_), rec, op, dbg) in enumerate(found):
-        k = ordinal[op_key(rec, op, dbg)]
-        if k <= limit:
-            picked.append((k, at, ts, rec, op, dbg))
-    for k, _at, ts, rec, op, dbg in sorted(picked, key=lambda p: p[:2]):
+    for k, at in sorted((ordinal[key], at) for at, key in enumerate(keys) if ordinal[key] <= limit):
+        (ts, *_), rec, op, dbg = found[at]
         report.overflows.append(_explain(rec, op, dbg, ts, gindex, report))
         report.overflows[-1].op_index = k
     return report
