@@ -477,11 +477,11 @@ class Session:
         spec = self.judge.metric
         for _ in range(3):
             runs = self._reference_runs()
-            if not runs or len(runs) >= 3 or self.budget_spent or self.gate_stop() is not None:
+            if not runs or len(runs) >= 3:
                 return
             disputed = len(runs) == 2 and not close(runs[1].measurement.metric, runs[0].measurement.metric,
                                                      spec.rtol, spec.atol)
-            if not (flaky or disputed):
+            if not (flaky or disputed) or self.budget_spent or self.gate_stop() is not None:
                 return
             self.progress.log("the all-candidates-off runs disagree: one more to settle the reference" if disputed
                               else "a noisy job: the all-candidates-off reference is the middle of three runs")
@@ -490,18 +490,14 @@ class Session:
     def _recheck_reference(self, result) -> bool:
         """Before ``not_reproduced`` under a relative metric oracle, which rests on the one reference run as much
         as on the baseline: run the reference again (once per journal), and settle it if the two disagree.
-        Returns True when that moved the reference (the engine is then rebuilt from the new verdicts)."""
+        Returns True when that moved the reference (the engine is then to be rebuilt from the new verdicts)."""
         runs = self._reference_runs()
         if result is None or result.status != "not_reproduced" or not runs or len(runs) != 1 or self.budget_spent:
             return False
         self.progress.log("the baseline matches the reference: the reference runs once more before that stands")
         self.run_one(self.all_off, "repeat")
         self._settle_reference(flaky=False)
-        if not self._rebuild:
-            return False
-        self.engine = self._make_engine()
-        self._rebuild = False
-        return True
+        return self._rebuild
 
     def _consensus_reference(self) -> TrialRecord | None:
         """The medoid (by metric) of the all-candidates-off runs that measured a finite metric, when there are
@@ -1192,8 +1188,7 @@ class Session:
                         inflight[fut] = (off, role, device)
                         running.add(off)
                 if not inflight and engine.done and self._recheck_reference(engine.result):
-                    engine = self.engine   # the reference moved: every run was judged again, the engine rebuilt
-                    continue
+                    continue   # the reference moved: every run was judged again; the loop's top rebuilds the engine
                 if not inflight:
                     if not engine.done and spent():  # the engine settles on what it has found so far
                         self.engine = engine = self._make_engine(spent=True)

@@ -255,9 +255,8 @@ def load_rules_spec(spec: str) -> list[str]:
             text = path.read_text(encoding="utf-8-sig")  # a BOM is common in files edited on Windows
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
-        content = any(ln.strip() and not ln.strip().startswith(("#", "//")) for ln in text.splitlines())
         lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("#", "//"))]
-        if content and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
+        if lines and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
             names = parse_switch_text(text, path=path).mentioned()
         elif lines and all(ln.partition(":")[2].strip().lower() in ("on", "off") for ln in lines):
             # an old-format switch file (Pass:off lines; comments and CRLF are the user's notes here): its names
