@@ -338,3 +338,21 @@ def test_cfg_check_accepts_custom_passes_when_told(capsys, tmp_path):
     assert problems["MyCustomAddFusionPass"]["message"].endswith("is not in the catalog (allowed: --allow-unknown-rules)")
     f.write_text('{"Switch": {"GraphFusion": {"MyCustomAddFusionPass": "off"}}}')
     assert run(capsys, "cfg", "check", str(f), "--allow-unknown-rules")[0] == 0
+
+
+def test_paths_that_look_like_console_markup_are_printed_as_they_are(capsys, tmp_path):
+    """check, effective and diff name the file given, "[/a]" and "[prod]" included (no internal error, no part of
+    the name eaten as a style tag)."""
+    d = tmp_path / "exp[/a]"
+    d.mkdir(parents=True)
+    a, b = d / "fusion_switch[prod].cfg", d / "b.cfg"
+    a.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionPas":"off"}}}')
+    b.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}}}')
+    rc, out, _ = run(capsys, "cfg", "check", str(a))
+    assert rc == 1 and f"{a}:1:27: warning: " in out and f"{a}: problems found" in out
+    rc, out, _ = run(capsys, "cfg", "effective", str(a))
+    assert rc == 0 and str(a) in "".join(out.split()) and "LayerNormFusionPas" in out   # the title, wrapped
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(a))
+    assert rc == 0 and f"{a} and {a} switch the same rules." in " ".join(out.split())
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b))
+    assert rc == 1 and f"A: {a}" in out and f"B: {b}" in out

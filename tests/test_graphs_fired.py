@@ -241,6 +241,20 @@ def test_cli_rules_fired_json_and_table(tmp_path, capsys):
     assert "ConvBatchnormFusionPass" in out and "ZeroEffectFusionPass" not in out
 
 
+def test_cli_rules_fired_table_shows_names_as_they_are_and_whole_in_a_pipe(tmp_path, capsys):
+    """Names come from the job's own files: "[/y]" or "[bold]" in one is text, not console markup, and a long
+    name stays on one line in a pipe (so `rules fired | grep NAME` finds it)."""
+    long_name = "TbeReduceElemwiseFusionPass" + "X" * 60
+    res = tmp_path / "fusion_result.json"
+    res.write_text(json.dumps({"session_and_graph_id_0_1": {"graph_fusion": {
+        name: {"match_times": "1", "effect_times": "1"}
+        for name in ("X[/y]Pass", "[bold]LayerNormFusionPass", long_name)}}}))
+    assert main(["rules", "fired", str(res)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in ("X[/y]Pass", "[bold]LayerNormFusionPass", long_name):
+        assert any(line.split()[0] == name for line in lines if line.split()), name
+
+
 def test_cli_inspect_graph_op_json(tmp_path, capsys):
     g = tmp_path / "ge_proto_00000001_Build.txt"
     g.write_text(_graph_text([("layer1/conv.fused", ["ConvBatchnormFusionPass"], "AutomaticUbFusion"),

@@ -514,3 +514,20 @@ def test_a_signal_while_the_reports_are_written_says_the_verdict_is_kept(capsys,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "while writing the reports; the verdict is in " in err, err
     assert json.loads((work / "result.json").read_text())["status"] == "found"
+
+
+def test_paths_that_look_like_console_markup_are_printed_as_they_are(capsys, tmp_path):
+    """A workdir or production path holding "[/a]" or "[bold]" is data: the final report prints it whole (it used
+    to end in an internal error after the search had run)."""
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    work, prod = tmp_path / "w[/a]", tmp_path / "[bold]x" / "fusion_switch.cfg"
+    prod.parent.mkdir()
+    assert main(["run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work), "-o", str(prod),
+                 "--", "bash", str(job)]) == 0
+    out = capsys.readouterr().out
+    assert "culprit: GeluFusionPass" in out
+    assert f"production switch file (culprits off only): {prod}" in " ".join(out.split())
+    assert f"journal: {work / 'journal.jsonl'}" in " ".join(out.split())
+    assert main(["report", str(work)]) == 0
+    assert f"journal: {work / 'journal.jsonl'}" in " ".join(capsys.readouterr().out.split())

@@ -139,7 +139,7 @@ Example: fusebisect cfg check fusion_switch.cfg
             console = common.out()
             style = {"error": "red", "warning": "yellow", "info": "dim"}
             for p in report.problems:
-                where = f"{file}:{p.line}:{p.column}" if p.line else str(file)
+                where = escape(f"{file}:{p.line}:{p.column}" if p.line else str(file))
                 console.print(f"{where}: [{style[p.severity]}]{p.severity}[/]: {escape(p.message)}", markup=True,
                               highlight=False, soft_wrap=True)
             counts = {s: sum(p.severity == s for p in report.problems) for s in ("error", "warning", "info")}
@@ -193,6 +193,7 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
             return
         from rich.markup import escape
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title=f"{file}" + (f"  (ALL: {all_entries})" if all_entries else ""), show_edge=False)
         table.add_column("rule", no_wrap=True)
@@ -203,7 +204,7 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
             state = r["effective"] + ("?" if r["kind"] == "not in catalog" and r["effective"] == "off"
                                       and r["rule"] != ALL else "")
             why = escape(r["reason"]) + "".join(f"\n[yellow]{escape(n)}[/]" for n in r["notes"])
-            table.add_row(escape(r["rule"]), state, why, style=None if r["effective"] == "off" else "dim")
+            table.add_row(r["rule"], state, Text.from_markup(why), style=None if r["effective"] == "off" else "dim")
         if not rows:
             common.log("the file names no rules")
         common.out().print(table)
@@ -229,7 +230,7 @@ Example: fusebisect cfg diff good.cfg bad.cfg
         if json_out:
             common.print_json({"a": str(a), "b": str(b), "changes": changes})
         elif not changes:
-            common.out().print(f"{a} and {b} switch the same rules.")
+            common.out().print(f"{a} and {b} switch the same rules.", soft_wrap=True)   # paths never cut
         else:
             from rich.table import Table
 

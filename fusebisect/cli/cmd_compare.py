@@ -46,6 +46,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
     from fusebisect.compare.engine import is_divergent
 
@@ -68,9 +69,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         elif is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             style = "yellow"
         golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
-        table.add_row(*map(escape, (str(row.index), row.my_op, row.tensor, golden, _num(row.cosine),
-                                    _num(row.max_abs_error), (row.fail_reason or row.note)[:80])),
-                      style=style)
+        table.add_row(str(row.index), row.my_op, row.tensor, golden, _num(row.cosine), _num(row.max_abs_error),
+                      (row.fail_reason or row.note)[:80], style=style)
     console.print(table)
     if fd is None:
         unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
@@ -111,7 +111,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     if fd["pass_names"] or fd["ub_pass_name"]:
         suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
         lines.append(f"rules to suspect: [bold]{escape(', '.join(suspects))}[/bold]")
-    console.print(Panel("\n".join(lines), title="first divergence", style="red"))
+    console.print(Panel(Text.from_markup("\n".join(lines)), title="first divergence", style="red"))
 
 
 def register(app: typer.Typer) -> None:

@@ -169,7 +169,8 @@ def register(app: typer.Typer) -> None:
                 culprits = res.run_json.get("culprits", [])
                 found = [r for c in culprits for r in c.get("rules", [])]
                 common.out().print(f"demo: the faulty rule was {faulty}; fusebisect named "
-                                   f"{', '.join(found) or 'nothing'}: {demo_verdict(faulty, culprits, shows=shows)}")
+                                   f"{', '.join(found) or 'nothing'}: {demo_verdict(faulty, culprits, shows=shows)}",
+                                   markup=True)
                 if keep:
                     common.out().print(f"reports: {html_path} and {md_path}", soft_wrap=True)
                 else:

@@ -71,7 +71,10 @@ def _render(doc: dict) -> None:
     console = common.out()
     if not console.is_terminal:
         console.width = max(console.width, 160)  # a pipe or file: don't squeeze the table to 80 columns
-    console.print(f"[bold]{doc['op_name']}[/bold]  ({doc['encoding']})  {doc['path']}")
+    from rich.markup import escape
+
+    console.print(f"[bold]{escape(doc['op_name'])}[/bold]  ({doc['encoding']})  {escape(str(doc['path']))}",
+                  markup=True)
     table = Table(show_edge=False)
     for col in ("tensor", "dtype", "format", "shape", "original", "bytes", "min", "max", "mean", "nan", "inf"):
         table.add_column(col, justify="right" if col in ("bytes", "min", "max", "mean", "nan", "inf") else "left")

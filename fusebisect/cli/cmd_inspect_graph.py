@@ -73,7 +73,7 @@ def _render_op(op) -> None:
 
     console = common.out()
     console.print(f"[bold]{escape(op.name)}[/bold]  type {escape(op.type)}  id {op.id if op.id is not None else '-'}  "
-                  f"graph {escape(str(op.graph))}")
+                  f"graph {escape(str(op.graph))}", markup=True)
     console.print(f"  graph-fusion passes : {', '.join(op.pass_names) or '-'}")
     console.print(f"  UB-fusion pass      : {op.ub_pass_name or '-'}")
     if op.fusion_scope is not None:

@@ -89,7 +89,7 @@ Example: fusebisect rules show TbeEltwiseFusionPass
             common.print_json(data)
             return
         console = common.out()
-        console.print(f"[bold]{rule.name}[/bold]", highlight=False)
+        console.print(f"[bold]{rule.name}[/bold]", highlight=False, markup=True)
         for key in ("kind", "kind_note", "default", "can_disable", "o1_exception", "builtin_switch", "spelling_of",
                     "description"):
             value = data[key]

@@ -42,6 +42,10 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
+        console = common.out()
+        if not console.is_terminal:   # a pipe or file: whole lines, so `rules fired | grep NAME` sees every name
+            longest = max((len(s.name) for s in found.values()), default=4)
+            console = common.out(max(console.width, longest + 60))
         table = Table(show_edge=False)
         table.add_column("name", overflow="fold")
         for col in ("kind", "effect", "match", "repo hits", "graphs"):
@@ -49,5 +53,5 @@ def register(app: typer.Typer) -> None:
         for s in found.values():
             table.add_row(s.name, s.kind, str(s.effect_times), str(s.match_times), str(s.repository_hit_times),
                           str(len(s.graphs)))
-        common.out().print(table)
+        console.print(table)
         common.log(f"{len(found)} rules fired")

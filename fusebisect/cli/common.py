@@ -29,9 +29,11 @@ state = GlobalState()
 
 
 def _console(stream, width: int | None = None) -> Console:
-    # emoji=False: a message holding "name:x:" (a switch file line, a path) is printed as it is, never as an emoji
+    # emoji=False: a message holding "name:x:" (a switch file line, a path) is printed as it is, never as an emoji.
+    # markup=False: text, table cells and titles are printed as they are (a path or an op name holding "[/x]" is
+    # data, not a style tag); a line styled on purpose passes markup=True and escapes what it interpolates.
     return Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")) or None, soft_wrap=False,
-                   highlight=False, width=width, emoji=False)
+                   highlight=False, width=width, emoji=False, markup=False)
 
 
 def out(width: int | None = None) -> Console:

@@ -158,16 +158,19 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
 def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
     """Print the human report of a run JSON to ``console`` (stdout): verdict, culprits, runs vs bound, trial
     table, repro commands, production switch file, then ``notes``."""
+    from rich.markup import escape
     from rich.table import Table
 
     j = run_json
     colour = "green" if j["status"] == "found" else "yellow"
-    console.print(f"[bold {colour}]{j['status']}[/bold {colour}]: {j['message']}")
+    # lines styled on purpose pass markup=True and escape what they interpolate; everything else is printed as
+    # it is (paths, messages and op names are data, and a "[/x]" in them is not a style tag)
+    console.print(f"[bold {colour}]{j['status']}[/bold {colour}]: {escape(j['message'])}", markup=True)
     for c in j["culprits"]:
         kind = "interaction of " if len(c["rules"]) > 1 else ""
         when = "" if c["direction"] == "on" else " (bad while turned OFF)"
-        console.print(f"  culprit: {kind}[bold]{' + '.join(c['rules'])}[/bold]{when}  "
-                      f"confidence {c['confidence']:.3f}")
+        console.print(f"  culprit: {kind}[bold]{escape(' + '.join(c['rules']))}[/bold]{when}  "
+                      f"confidence {c['confidence']:.3f}", markup=True)
         if c["fused_ops"]:
             shown = ", ".join(c["fused_ops"][:8]) + (f" (+{len(c['fused_ops']) - 8} more)"
                                                      if len(c["fused_ops"]) > 8 else "")
@@ -199,7 +202,8 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
         console.print("excluded: " + ", ".join(f"{e['rule']} ({e['reason']})" for e in j["excluded"][:10])
                       + (f" (+{len(j['excluded']) - 10} more)" if len(j["excluded"]) > 10 else ""))
     if j.get("switch_ignored"):
-        console.print("[yellow]switch ignored[/yellow] (still fired while off): " + ", ".join(j["switch_ignored"]))
+        console.print("[yellow]switch ignored[/yellow] (still fired while off): "
+                      + escape(", ".join(j["switch_ignored"])), markup=True)
     table = Table(title="executions", show_lines=False)
     for col in ("#", "role", "off", "outcome", "metric", "seconds", "reason"):
         table.add_column(col)
@@ -226,20 +230,21 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
                           f"inconclusive, see above): {j['switch_file']}", soft_wrap=True)
         else:
             console.print(f"[yellow]partial[/yellow] switch file (the culprits found so far off; NOT a verified "
-                          f"fix): {j['switch_file']}", soft_wrap=True)
+                          f"fix): {escape(j['switch_file'])}", soft_wrap=True, markup=True)
         v = j.get("verify")
         if v is None and j["status"] != "found":
             console.print("  not verified: no run of it showed the job good")
         elif v is not None and j["status"] != "found" and v["outcome"] == "bad":
             console.print(f"  NOT sufficient: a run with it was [red]BAD[/red]"
-                          + (f" ({v['reason']})" if v["reason"] else ""))
+                          + (f" ({escape(v['reason'])})" if v["reason"] else ""), markup=True)
         elif v is not None and j["status"] != "found" and v["outcome"] != "good":   # a run that says nothing
             console.print(f"  not verified: its run was {v['outcome'].upper()}"
                           + (f" ({v['reason']})" if v["reason"] else ""))
         elif v is not None:
             good = v["outcome"] == "good"
             console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
-                          f"[/{'green' if good else 'red'}]" + (f" ({v['reason']})" if v["reason"] else ""))
+                          f"[/{'green' if good else 'red'}]" + (f" ({escape(v['reason'])})" if v["reason"] else ""),
+                          markup=True)
     for note in notes or j.get("notes") or []:   # `report` reads them from result.json
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(f"note: {note}", highlight=False)
     console.print(f"journal: {j['journal']}", soft_wrap=True)
