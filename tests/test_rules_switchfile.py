@@ -133,6 +133,41 @@ def test_lenient_json_bom_comments_trailing_commas():
     assert c.graph == {"A": "off", "B": "on"} and c.ub == {"C": "off"} and not c.legacy
 
 
+def test_json_string_escapes_and_control_characters_as_cann_reads_them():
+    """A surrogate pair of \\u escapes is one character (a duplicate of it is the same key); a lone surrogate is
+    invalid JSON; a raw tab inside quotes is read but is an error CANN's parser would reject."""
+    report = check_switch_text('{"Switch":{"GraphFusion":{"X\\ud83d\\ude00":"off","X\\ud83d\\ude00":"on"}}}', TOY)
+    messages = [p.message for p in report.problems]
+    assert any("X\U0001F600 appears twice" in m for m in messages), messages
+    assert any("invalid rule name 'X\U0001F600'" in m for m in messages), messages
+    with pytest.raises(SwitchFileError, match=r"lone surrogate \\uD83D"):
+        parse_switch_text('{"Switch":{"GraphFusion":{"X\\ud83d":"off"}}}')
+    tab = '{"Switch":{"GraphFusion":{"GeluFusionPass":"on\t"}}}'
+    assert parse_switch_text(tab).lenient == ["1:47: control character"]
+    errors = [p for p in check_switch_text(tab, TOY).problems if p.severity == "error"]
+    assert [(p.code, p.line, p.column) for p in errors] == [("control-character", 1, 47)]
+
+
+def test_lint_of_ge_pattern_passes_follows_ge_precedence():
+    """A GE pattern pass reads only Switch.GraphFusion: FE's ExceptionalPassOfO1Level list does not keep it on, and
+    an old-format ALL:off leaves every one of them on (the lint says so, as `cfg effective` does)."""
+    catalog = default_catalog()
+    pattern = next(r.name for r in catalog.rules.values() if r.ge_pattern and r.can_disable)
+    text = json.dumps({"Switch": {"GraphFusion": {pattern: "off"}}, "ExceptionalPassOfO1Level": [pattern]})
+    assert not [p for p in check_switch_text(text, catalog).problems if p.code == "own-o1-exception"]
+    assert not effective_state(pattern, parse_switch_text(text), catalog)
+    fe_pass = "LayerNormFusionPass"
+    text = json.dumps({"Switch": {"GraphFusion": {fe_pass: "off"}}, "ExceptionalPassOfO1Level": [fe_pass]})
+    assert [p.rule for p in check_switch_text(text, catalog).problems if p.code == "own-o1-exception"] == [fe_pass]
+    legacy = check_switch_text("ALL:off\n", catalog)
+    [warning] = [p for p in legacy.problems if p.code == "legacy-all-ge-pattern"]
+    n = sum(1 for r in catalog.rules.values() if r.ge_pattern and r.can_disable)
+    assert warning.severity == "warning" and f"leaves on the {n} GE pattern passes" in warning.message
+    assert effective_state(pattern, parse_switch_text("ALL:off\n"), catalog)
+    assert not [p for p in check_switch_text('{"Switch":{"GraphFusion":{"ALL":"off"}}}', catalog).problems
+                if p.code == "legacy-all-ge-pattern"]
+
+
 @pytest.mark.parametrize("text,line,col,words", [
     ('{"Switch": {"GraphFusion": {"A": "On"}}}', 1, 34, "exactly"),
     ('{"Switch": {"GraphFusion": {"A": true}}}', 1, 34, "exactly"),

@@ -80,7 +80,7 @@ class Node:
 class Leniency:
     """Something fusebisect accepted but CANN's JSON parser would reject."""
 
-    what: str  # 'comment' | 'trailing comma'
+    what: str  # 'comment' | 'trailing comma' | 'control character'
     offset: int
 
 
@@ -182,15 +182,34 @@ class _Reader:
                     out.append(_ESCAPES[esc])
                     self.pos += 2
                 elif esc == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[self.pos + 2: self.pos + 6]):
-                    out.append(chr(int(text[self.pos + 2: self.pos + 6], 16)))
-                    self.pos += 6
+                    out.append(self._unicode_escape())
                 else:
                     raise _JSONSyntaxError("invalid escape in string", self.pos)
             elif ch == "\n":
                 raise _JSONSyntaxError("unterminated string (newline inside quotes)", self.pos)
+            elif ch < " ":   # JSON wants \t, \u0009...; CANN's parser rejects the raw character
+                self.lenient.append(Leniency("control character", self.pos))
+                out.append(ch)
+                self.pos += 1
             else:
                 out.append(ch)
                 self.pos += 1
+
+    def _unicode_escape(self) -> str:
+        """The character of the \\uXXXX escape at ``pos`` (a surrogate pair's two escapes make one character), and
+        moves past it; a lone surrogate is an error, as in CANN's parser."""
+        text, at = self.text, self.pos
+        code = int(text[at + 2: at + 6], 16)
+        self.pos += 6
+        if 0xD800 <= code <= 0xDBFF:
+            low = text[self.pos: self.pos + 6]
+            if re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", low):
+                self.pos += 6
+                return chr(0x10000 + ((code - 0xD800) << 10) + (int(low[2:], 16) - 0xDC00))
+        if 0xD800 <= code <= 0xDFFF:
+            raise _JSONSyntaxError(f"lone surrogate \\u{code:04X} in string (a pair \\uD8xx\\uDCxx makes one "
+                                   "character)", at)
+        return chr(code)
 
     def obj(self) -> Node:
         start = self.pos
@@ -952,10 +971,11 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
 
             if name == ALL:
                 continue
-            if value == "off" and name in cfg.o1_exceptions:
+            entry = catalog.rules.get(name)
+            # FE's list: a GE pattern pass reads only Switch.GraphFusion (explain_state), so the list keeps it on not
+            if value == "off" and name in cfg.o1_exceptions and not (entry is not None and entry.ge_pattern):
                 add("warning", "own-o1-exception", f"{label}: {name} is also in this file's "
                     "ExceptionalPassOfO1Level list, which keeps it on: \"off\" does nothing")
-            entry = catalog.rules.get(name)
             if entry is None:
                 real = catalog.get(name)
                 if real is not None:
@@ -1018,6 +1038,14 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
                 out.append(Problem("warning", "all-incomplete", f"{label} = off leaves on the passes CANN's built-in "
                                    f"config names \"on\" ({', '.join(builtin_on)}); add {entry} for each "
                                    "to close them", line, col, ALL, sec))
+            patterns = [r.name for r in catalog.rules.values()
+                        if r.ge_pattern and r.can_disable and r.kind == sec] if cfg.legacy else []
+            if patterns:   # they read only a JSON file's Switch.GraphFusion (explain_state)
+                out.append(Problem("warning", "legacy-all-ge-pattern", f"{label} = off in the old line format leaves "
+                                   f"on the {len(patterns)} GE pattern passes (REG_FUSION_PASS/REG_DECOMPOSE_PASS in "
+                                   f"recent CANN, e.g. {', '.join(sorted(patterns)[:3])}): they read only a JSON "
+                                   "file's Switch.GraphFusion (`fusebisect cfg all-off --out F` writes one that closes "
+                                   "them)", line, col, ALL, sec))
             forbidden = [r.name for r in catalog.rules.values() if r.kind == sec and not r.can_disable]
             if forbidden:
                 out.append(Problem("info", "all-forbidden", f"{label} = off never closes the {len(forbidden)} "
