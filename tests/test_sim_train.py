@@ -113,6 +113,19 @@ def test_fault_only_shows_where_its_kernel_runs(tmp_path, reference):
     assert r3.losses == r4.losses
 
 
+def test_a_switch_file_cann_cannot_parse_fails_the_compile(tmp_path):
+    """A trailing comma or a comment is read by fusebisect's lenient reader, but FE rejects the file (and the
+    old-format reading it falls back to): the simulated compile fails instead of applying it."""
+    bad = tmp_path / "tc.cfg"
+    bad.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off",}}}')
+    err = io.StringIO()
+    result = run(resolve(["--fusion-switch-file", str(bad)], {"ASCEND_WORK_PATH": str(tmp_path)}),
+                 stdout=io.StringIO(), stderr=err)
+    assert result.exit_code == 1 and not result.losses
+    assert f"Failed to read this file[{bad}]" in err.getvalue() and "1:54: trailing comma" in err.getvalue()
+    assert not (tmp_path / "fusion_result.json").exists()
+
+
 def test_interaction_fault_needs_both_rules(tmp_path, reference):
     pair = "LayerNormFusionPass+MulAddFusionPass"
     both, _ = sim(tmp_path, "--faulty", pair)

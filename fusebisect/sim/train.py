@@ -95,7 +95,8 @@ def _non_finite_first(node: Node, args: list[np.ndarray], out: np.ndarray) -> bo
 def run(opts: SimOptions, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> RunResult:
     """Run the simulated job described by ``opts``; print ``step N loss X`` lines to ``stdout``.
 
-    Returns a RunResult whose ``exit_code`` is 0, or 1 for a simulated compile failure (``--crash-when``).
+    Returns a RunResult whose ``exit_code`` is 0, or 1 for a simulated compile failure (``--crash-when``, or a
+    switch file CANN's JSON parser rejects: comments, trailing commas, raw control characters).
     Raises UsageError for unknown simulated rules and SwitchFileError for an unreadable switch file.
     """
     out = stdout or sys.stdout
@@ -103,6 +104,13 @@ def run(opts: SimOptions, *, stdout: TextIO | None = None, stderr: TextIO | None
     _check_rules(opts)
     catalog = default_catalog()
     config = parse_switch_file(opts.switch_file) if opts.switch_file is not None else None
+    if config is not None and config.lenient:
+        # FE reads a file that is not strict JSON as the old line format, whose first line then fails: the
+        # engine's init fails and so does the compile (what fusebisect reads leniently, CANN does not)
+        print(f"[ERROR] FE(simulated): [GraphOpt][Init][VerifyAndParserCustomFile] Failed to read this file"
+              f"[{opts.switch_file}] by old format: it is not valid JSON ({config.lenient[0]}); "
+              f"`fusebisect cfg check` shows why", file=err)
+        return RunResult(exit_code=1)
     enabled = enabled_rules(config, catalog)
 
     for rule, state in opts.crash_when:
