@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import struct
 from pathlib import Path
 
@@ -595,3 +596,24 @@ def test_an_op_in_a_train_and_an_eval_graph_takes_the_rules_of_its_dumps_model(t
     write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
     report = analyse(tmp_path / "dump", graph=graphs)
     assert report.overflows[0].pass_names == ["EvalMatMulPass"] and not report.notes
+
+
+def test_timestamp_directories_of_other_devices_are_the_ranks_of_one_run(tmp_path, capsys):
+    """Each rank's process names its own timestamp directory: rank 0's earlier overflow is the first one, not
+    dropped as "an older run"; a device's own older run is still left out."""
+    for run, device, name, ts in (("20240101120000", "0", "mul_rank0", T0 + 1),
+                                  ("20240101120001", "1", "mul_rank1", T0 + 10),
+                                  ("20240101110000", "1", "mul_old_run", T0 - 50)):
+        leaf = tmp_path / run / device / "ge_default" / "1" / "0"
+        leaf.mkdir(parents=True)
+        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [SATURATED], "binary")
+        write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [o["op_name"] for o in doc["overflows"]] == ["mul_rank0", "mul_rank1"]
+    assert any("only each device's latest (20240101120000, 20240101120001) is read" in n for n in doc["notes"])
+    shutil.rmtree(tmp_path / "20240101110000")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [o["op_name"] for o in doc["overflows"]] == ["mul_rank0", "mul_rank1"]
+    assert any("each of other devices: read as the ranks of one run" in n for n in doc["notes"])

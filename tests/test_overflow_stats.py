@@ -71,6 +71,17 @@ def test_diagnosis_clean_inputs_fp16_output_saturates_keep_float32():
     assert "keep_dtype" in d
 
 
+def test_diagnosis_never_calls_an_input_it_could_not_decode_clean():
+    unreadable = _st("input", 0, dtype="float8_e8m0")
+    unreadable.error = "unsupported data type float8_e8m0 (36)"
+    d = diagnose([unreadable, _st("input", 1)], [_st("output", 0, pos_inf=4)], op_type="Mul")
+    assert "Inputs are clean" not in d and "keep Mul in float32" in d
+    assert d.startswith("Input 0 could not be inspected (unsupported data type float8_e8m0 (36)), so a problem "
+                        "starting upstream is not ruled out; and float16 output 0 overflows")
+    d = diagnose([unreadable], [_st("output", 0)], op_type="Mul")
+    assert "inputs or outputs" not in d and "input 0 could not be inspected" in d and "upstream" in d
+
+
 def test_diagnosis_float32_output_inf_is_the_computation():
     d = diagnose([_st("input", 0, dtype="float32")], [_st("output", 0, dtype="float32", pos_inf=1)],
                  op_type="Exp")

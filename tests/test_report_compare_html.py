@@ -44,7 +44,9 @@ def test_overflow_html_names_the_first_overflow(tmp_path):
     assert main(["--quiet", "overflow", str(tmp_path / "d"), "--graph", str(tmp_path / "g"), "--html", str(out),
                  "--json"]) == 1
     html = out.read_text()
-    assert "First overflow:</b> MatMulV2 fc1_MatMul" in html
+    assert "First overflow:</b> MatMulV2 fc1_MatMul (AIC, status 256)" in html
+    assert main(["--quiet", "overflow", str(tmp_path / "d"), "--scan", "--html", str(out), "--json"]) == 1
+    assert "First overflow:</b> MatMulV2 fc1_MatMul (found by scanning the op dumps)" in out.read_text()
     assert "Diagnosis:" in html and "MatMulBiasAddFusionPass" in html
     assert "<td>inf</td>" in html  # an infinite max is shown as such, not as a blank
     assert not re.search(r"https?://", html)

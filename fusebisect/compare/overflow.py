@@ -378,23 +378,31 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
         bad_out = [s for s in outputs if s.abnormal]
         fp16_out = [s for s in outputs if s.float16_overflow]
         what = op_type or "this op"
+        # an input that could not be decoded is not known to be clean: the problem may start upstream
+        unknown_in = [s for s in inputs if s.error]
+        clean = ("Inputs are clean but" if not unknown_in else
+                 f"Input {unknown_in[0].index} could not be inspected ({unknown_in[0].error}), so a problem "
+                 f"starting upstream is not ruled out; and")
         if bad_in:
             first = bad_in[0]
             parts.append(f"Input already abnormal (input {first.index}: {first.problem_text()}): the problem starts "
                          f"upstream; look at the op producing it (or the model's inputs/constants) first.")
         elif fp16_out:
             first = fp16_out[0]
-            parts.append(f"Inputs are clean but float16 output {first.index} overflows ({first.problem_text()}): "
+            parts.append(f"{clean} float16 output {first.index} overflows ({first.problem_text()}): "
                          f"keep {what} in float32 (precision_mode allow_mix_precision with {what} on the blacklist "
                          f"via modify_mixlist, or keep_dtype_scope).")
         elif bad_out:
             first = bad_out[0]
-            parts.append(f"Inputs are clean but output {first.index} holds {first.problem_text()}: the computation "
+            parts.append(f"{clean} output {first.index} holds {first.problem_text()}: the computation "
                          f"of {what} overflowed; check its formula against these input values.")
         elif not inputs and not outputs and unreadable:
             parts.append(f"The matched op dump could not be read ({unreadable}): its tensors cannot be inspected.")
         elif not inputs and not outputs:
             parts.append("The matched op dump holds no tensors to inspect.")
+        elif unknown_in:
+            parts.append(f"No NaN/Inf/65504 in the outputs, but input {unknown_in[0].index} could not be inspected "
+                         f"({unknown_in[0].error}): the problem may start upstream, or in an intermediate step.")
         else:
             parts.append("No NaN/Inf/65504 in inputs or outputs: the overflow happened in an intermediate step "
                          "(e.g. a sum before an average); check the op's formula.")
@@ -689,20 +697,29 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
 
 
 def _latest_run_only(tree, root: Path) -> list[str]:
-    """Keep the latest run of a dump_path that holds several (one timestamp directory per run), as compare
-    does: ops of two runs are not one execution order. Returns the note saying so."""
+    """Keep each device's latest run of a dump_path that holds several (one timestamp directory per run), as
+    compare does: ops of two runs are not one execution order. Timestamp directories of different devices are
+    the ranks of one job (each rank's process names its own), so all of them are kept. Returns the note."""
     from fusebisect.compare.tree import latest_run
 
     runs = {e.run for e in tree.entries if e.run is not None}
     if len(runs) < 2:
         return []
-    last = latest_run(runs)
-    tree.entries = [e for e in tree.entries if e.run is None or e.run == last]
-    older = runs - {last}
+    last: dict[str | None, str] = {}
+    for device in {e.device for e in tree.entries if e.run is not None}:
+        last[device] = latest_run(e.run for e in tree.entries if e.device == device)
+    keep = set(last.values())
+    tree.entries = [e for e in tree.entries if e.run is None or e.run == last[e.device]]
+    older = runs - keep
+    if not older:
+        return [f"{len(runs)} timestamp directories under {root}, each of other devices: read as the ranks of one "
+                "run"]
     # files of an earlier run that could not be read are not this run's problem either
     tree.bad = [(p, why) for p, why in tree.bad if not older.intersection(_parts_under(Path(p), root))]
-    return [f"{len(runs)} runs (timestamp directories) under {root}: only the latest, {last}, is read (give an "
-            f"earlier run's directory to read that one)"]
+    which = (f"only the latest, {keep.pop()}, is read" if len(keep) == 1 else
+             f"only each device's latest ({', '.join(sorted(keep, key=int))}) is read")
+    return [f"{len(runs)} runs (timestamp directories) under {root}: {which} (give an earlier run's directory to "
+            "read that one)"]
 
 
 def _parts_under(path: Path, root: Path) -> tuple[str, ...]:

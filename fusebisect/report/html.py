@@ -222,8 +222,10 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
     summary of the files that could not be read (then no overflow found is no verdict). Returns the text."""
     if overflows:
         o = overflows[0]
+        how = ("found by scanning the op dumps" if o.get("unit") == "scan" else   # no Opdebug record, no status
+               f"{esc(o.get('unit'))}, status {esc(o.get('status'))}")
         body = [verdict("overflow", f"<b>First overflow:</b> {esc(o.get('op_type'))} {esc(o.get('op_name'))} "
-                                    f"({esc(o.get('unit'))}, status {esc(o.get('status'))})")]
+                                    f"({how})")]
     elif unreadable:
         body = [verdict("inconclusive", f"<b>No overflow found in what could be read</b>: {esc(unreadable)}")]
     else:
