@@ -4,6 +4,7 @@ gives, on printer output and on oddly formatted text; JSON/.pb inputs, Build-gra
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pytest
@@ -358,6 +359,23 @@ def test_build_graph_selection(tmp_path):
     assert found == ["ge_proto_00000123_graph_1_Build.txt", "a/ge_proto_00000200_Build.txt"]
     merged = load_graph(tmp_path)       # same graph names in both files: the later dump wins, no duplicates
     assert [o.name for o in merged.ops] == [o.name for o in load_graph(tmp_path / found[0]).ops]
+
+
+def test_the_newer_run_folder_of_a_graph_dump_path_wins(tmp_path):
+    """GE writes each process's graphs to DUMP_GRAPH_PATH/pid_{pid}_deviceid_{id}/, where runs accumulate: the
+    graph of the newer run wins, whatever the folder names' order (pid 10234 sorts before pid 9876)."""
+    old, new = tmp_path / "pid_9876_deviceid_0", tmp_path / "pid_10234_deviceid_0"
+    for folder, passes in ((old, 'attr { key: "pass_name" value { list { s: "MatMulBiasAddFusionPass" } } } '),
+                           (new, "")):
+        folder.mkdir()
+        (folder / "ge_proto_00000001_graph_1_Build.txt").write_text(
+            f'graph {{ name: "g" op {{ name: "fc1_MatMul" type: "MatMulV2" {passes}}} }}\n')
+    os.utime(old / "ge_proto_00000001_graph_1_Build.txt", ns=(1_700_000_000_000_000_000,) * 2)
+    os.utime(new / "ge_proto_00000001_graph_1_Build.txt", ns=(1_700_000_100_000_000_000,) * 2)
+    assert [p.parent.name for p in find_build_graphs(tmp_path)] == [old.name, new.name]
+    assert [o.pass_names for o in load_graph(tmp_path).ops] == [[]]
+    os.utime(old / "ge_proto_00000001_graph_1_Build.txt", ns=(1_700_000_200_000_000_000,) * 2)
+    assert [o.pass_names for o in load_graph(tmp_path).ops] == [["MatMulBiasAddFusionPass"]]
 
 
 @pytest.mark.parametrize("content, reason", [

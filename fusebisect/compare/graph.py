@@ -496,6 +496,9 @@ def dump_stage(file_name: str) -> str | None:
 def find_build_graphs(directory) -> list[Path]:
     """Return the ``ge_proto_{idx}_{stage}.txt`` files under ``directory`` (recursively) whose stage name
     contains ``Build`` (``..._Build.txt``, ``..._graph_1_Build.txt``, ...), ordered by folder then dump index.
+    Folders come oldest first (by their newest Build file): GE writes each process's graphs to a
+    ``pid_{pid}_deviceid_{id}`` folder of DUMP_GRAPH_PATH, where the runs of a job accumulate, and a later run's
+    graph of the same name must win over an earlier one's (folder names do not sort by time).
 
     Raises GraphFormatError if ``directory`` is not a readable directory.
     """
@@ -503,20 +506,23 @@ def find_build_graphs(directory) -> list[Path]:
     if not root.is_dir():
         raise GraphFormatError("not a directory", path=root)
     found = []
+    newest: dict[str, int] = {}
     try:
         for p in root.rglob("ge_proto_*.txt"):
             m = _BUILD_NAME.match(p.name)
             if m and "Build" in m.group(2) and p.is_file():
-                found.append((str(p.parent), int(m.group(1)), p.name, p))
+                folder = str(p.parent)
+                newest[folder] = max(newest.get(folder, 0), p.stat().st_mtime_ns)
+                found.append((folder, int(m.group(1)), p.name, p))
     except OSError as exc:
         raise GraphFormatError(f"cannot scan: {exc.strerror or exc}", path=root) from None
-    return [t[-1] for t in sorted(found)]
+    return [t[-1] for t in sorted(found, key=lambda t: (newest[t[0]], t[:3]))]
 
 
 def load_graph(path) -> Graph:
     """Return the ops of a graph file (text ``ge_proto_*.txt``, atc JSON, or binary ``.pb``, detected by
     content) or of a directory (every Build-stage ``ge_proto_*.txt`` under it, merged; when two files hold a
-    graph of the same name the later dump wins).
+    graph of the same name the later dump wins: the later file of a folder, the newer of two folders).
 
     Raises GraphFormatError for an unreadable, empty or malformed file, or a directory without Build graphs.
     """
