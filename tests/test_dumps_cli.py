@@ -232,6 +232,8 @@ def test_dump_convert_writes_buffers_and_workspaces_like_msaccucmp(msaccucmp, tm
     assert rc == 0
     assert sorted(f["tensor"] for f in json.loads(out)["files"]) == [
         "input.0", "l1buffer.0", "l1buffer.1", "output.0", "space.0"]
+    rc, out, _ = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "again"))
+    assert rc == 0 and f"wrote 2 .npy files and 3 .bin files to {tmp_path / 'again'}" in " ".join(out.split())
     proc = msaccucmp.run_parsing_binary("convert", "-d", str(path), "-out", str(theirs))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     names = sorted(p.name for p in theirs.iterdir() if p.suffix == ".bin")
@@ -385,3 +387,30 @@ def test_the_original_ops_format_is_used_only_where_it_fits(tmp_path, capsys):
     rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
     rows = json.loads(out)["outputs"]
     assert [r["stats_of"] for r in rows] == ["original", "original"] and rows[0]["min"] == 1.0
+
+
+def test_inputs_of_an_nhwc_graph_convert_in_their_own_layout(tmp_path, capsys):
+    """A dump names no original layout for inputs, and a TensorFlow graph's are NHWC (weights HWCN): their
+    original shape is read in the layout the device shape fits (--format's first), not refused as "NCHW"; and
+    inspect's statistics are of the unpadded data."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 20)).astype(np.float16)        # NHWC activation
+    w = rng.standard_normal((3, 3, 7, 20)).astype(np.float16)        # HWCN weight
+    path = write_dump(tmp_path / "dump" / "Conv2D.conv1.1.0.100", op_name="conv1", outputs=[], inputs=[
+        TensorSpec(from_original(x, "NC1HWC0", source="NHWC"), format=3, original_shape=x.shape),
+        TensorSpec(from_original(w, "FRACTAL_Z", source="HWCN"), format=4, original_shape=w.shape)])
+    for fmt, want in (("NHWC", {"input.0": x, "input.1": w.transpose(3, 0, 1, 2)}),
+                      ("ORIGINAL", {"input.0": x, "input.1": w}),
+                      ("NCHW", {"input.0": x.transpose(0, 3, 1, 2), "input.1": w.transpose(3, 2, 0, 1)})):
+        rc, out, _ = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / fmt), "--format", fmt,
+                          "--json")
+        assert rc == 0, out
+        files = {f["tensor"]: np.load(f["path"]) for f in json.loads(out)["files"]}
+        assert files.keys() == want.keys()
+        for tensor, expected in want.items():
+            np.testing.assert_array_equal(files[tensor], expected, err_msg=f"{fmt} {tensor}")
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    assert rc == 0
+    first = json.loads(out)["inputs"][0]
+    assert first["stats_of"] == "original"
+    assert first["mean"] == pytest.approx(float(x.astype(np.float32).mean()), rel=1e-5)

@@ -34,7 +34,7 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
     """Return record ``rec``'s array converted per ``--format`` (None = device layout). Raises DumpFormatError."""
     import numpy as np
 
-    from fusebisect.compare.formats import DEFAULT_TARGET, PLAIN_LAYOUTS, origin_target, to_original
+    from fusebisect.compare.formats import DEFAULT_TARGET, PLAIN_LAYOUTS, record_to_original, to_original
 
     arr = rec.array()
     if arr.dtype.isbuiltin != 1:
@@ -43,8 +43,8 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
         return arr
     name = rec.format_name
     if name in DEFAULT_TARGET:
-        layout = origin_target(rec) or DEFAULT_TARGET[name]   # an NHWC graph's NC1HWC0 output goes back to NHWC
-        arr = to_original(arr, rec.format, rec.original_shape, target=layout, sub_format=rec.sub_format)
+        # an NHWC graph's NC1HWC0 output goes back to NHWC; an input's original shape is read in --format's layout
+        arr, layout = record_to_original(rec, arr, prefer=None if fmt == "ORIGINAL" else fmt)
     elif name not in PLAIN_LAYOUTS:   # a device layout without a conversion: never written as if converted
         raise DumpFormatError(f"format {name} cannot be converted (the device layout is kept only without "
                               "--format)")
@@ -214,7 +214,9 @@ def register(app: typer.Typer) -> None:
             whole = sum("tensor" not in item for item in bad)
             parts = [f"{whole} files (unreadable or not convertible)"] if whole else []
             parts += [f"{len(bad) - whole} tensors (not convertible)"] if len(bad) > whole else []
-            common.out().print(f"wrote {len(files)} .npy files to {out}"
+            npy = sum(f["path"].endswith(".npy") for f in files)   # L1 buffers and workspaces are raw .bin files
+            what = f"{npy} .npy files" + (f" and {len(files) - npy} .bin files" if len(files) > npy else "")
+            common.out().print(f"wrote {what} to {out}"
                                + (f"; skipped {' and '.join(parts)}" if parts else ""))
         if bad and not files:
             sources = len({item["path"] for item in bad})

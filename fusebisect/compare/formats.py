@@ -76,6 +76,33 @@ def origin_target(record) -> str | None:
     return name
 
 
+def record_to_original(record, array: np.ndarray, *, prefer: str | None = None) -> tuple[np.ndarray, str]:
+    """``array`` (record ``record``'s tensor as stored, a format :data:`DEFAULT_TARGET` converts) with its device
+    padding removed, and the layout it is in.
+
+    The original shape is read in the layout the dump names for it (:func:`origin_target`). A dump names none
+    for inputs (the OpInput message has no origin format), and a TensorFlow graph's inputs are NHWC (weights
+    HWCN): then ``prefer`` (a layout asked for, as msaccucmp's ``convert -f`` reads the original shape in it),
+    the format's default layout, and its other layouts of the original shape's rank are tried in that order,
+    and the first the device shape fits is used. Raises the default layout's DumpFormatError when none fits.
+    """
+    name = record.format_name
+    named = origin_target(record)
+    orig = record.original_shape
+    if named is not None or not orig or name not in TARGETS:
+        layout = named or DEFAULT_TARGET.get(name, "ND")   # (a format without conversion: to_original says so)
+        return to_original(array, record.format, orig, target=layout, sub_format=record.sub_format), layout
+    tries = [prefer] if prefer in TARGETS[name] and len(prefer) == len(orig) else []
+    tries += [DEFAULT_TARGET[name]] + [t for t in TARGETS[name] if len(t) == len(orig)]
+    first: DumpFormatError | None = None
+    for layout in dict.fromkeys(tries):
+        try:
+            return to_original(array, record.format, orig, target=layout, sub_format=record.sub_format), layout
+        except DumpFormatError as exc:
+            first = first or exc
+    raise first
+
+
 def record_original(record, array: np.ndarray) -> np.ndarray | None:
     """``array`` (dump record ``record``'s tensor as stored) with its device layout's padding removed, in the
     layout :func:`origin_target` names, for statistics of the data itself; None when the format is a plain
@@ -88,9 +115,8 @@ def record_original(record, array: np.ndarray) -> np.ndarray | None:
             origin = getattr(record, "origin_format", None)
             name = format_name(origin) if origin else "NCHW"
             return _from_5hd(array, orig, name if name in TARGETS["NC1HWC0"] and len(name) == len(orig) else "NCHW")
-        return to_original(array, record.format, record.original_shape, target=origin_target(record),
-                           sub_format=record.sub_format)
-    except (DumpFormatError, TypeError, ValueError):
+        return record_to_original(record, array)[0]
+    except (DumpFormatError, TypeError, ValueError, KeyError):
         return None
 
 
