@@ -612,3 +612,29 @@ def test_of_graphs_naming_every_dumped_op_the_one_naming_fewer_others_maps_them(
                            golden_graph=folder / "ge_proto_00000002_graph_2_Build.txt")
     assert report.first_divergence["pass_names"] == ["P"]
     assert "uses ge_proto_00000001_graph_1_Build.txt" in report.notes[0]
+
+
+def test_nc1hwc0_of_an_nhwc_graph_is_compared_without_its_padding(tmp_path):
+    """A TensorFlow activation (original layout NHWC) stored as NC1HWC0: the padding lanes (garbage that differs
+    between runs) are not compared, NPU vs NPU nor with graphs (-cf), as msaccucmp strips them too."""
+    from fusebisect.compare.formats import from_original
+
+    g = np.random.default_rng(0).standard_normal((2, 3, 5, 20)).astype(np.float32)   # NHWC, C = 20
+    for side, value, pad in (("my", g + 1e-3, 7.0), ("gold", g, -7.0)):
+        dev = from_original(value, "NC1HWC0", source="NHWC")
+        dev[:, 1, :, :, 4:] = pad                                                     # padding lanes only
+        write_dump(tmp_path / side / f"Conv2D.conv1.1.0.{TS}", op_name="conv1", inputs=[], outputs=[
+            TensorSpec(dev, format=3, original_shape=(2, 3, 5, 20), original_op=("conv1", 0), origin_format="NHWC")])
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [{
+        "name": "conv1", "type": "Conv2D", "id": 1, "input": [], "attr": [], "output_desc": [{"attr": [
+            {"key": "_datadump_origin_name", "value": {"s": "conv1"}},
+            {"key": "_datadump_origin_output_index", "value": {"i": 0}},
+            {"key": "origin_format", "value": {"s": "NHWC"}},
+            {"key": "origin_shape", "value": {"list": {"val_type": 2, "i": [2, 3, 5, 20]}}}]}]}]}]}))
+    for graphs in ({}, {"my_graph": graph, "golden_graph": graph}):
+        report = compare_dumps(tmp_path / "my", tmp_path / "gold", **graphs)
+        [row] = report.rows
+        assert not row.fail_reason, (graphs, row.fail_reason)
+        assert row.cosine == pytest.approx(1.0, abs=1e-5) and row.max_abs_error == pytest.approx(1e-3, rel=1e-3)
+        assert report.first_divergence is None

@@ -22,6 +22,7 @@ import numpy as np
 from fusebisect.compare import ffts
 from fusebisect.compare import mapping as mp
 from fusebisect.compare.dumpfile import read_dump
+from fusebisect.compare.formats import TARGETS, record_to_original
 from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, Metrics, batchable, compare_arrays, compare_batch,
                                         nan_value, normalize_algorithms)
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
@@ -832,14 +833,12 @@ def _npu_check(name, kind, mine, theirs) -> str:
 
 
 def _npu_restore(record) -> np.ndarray:
-    """``ConvertSingleTensorFormat``: private formats to NCHW (4-D) / ND by the original shape."""
+    """``ConvertSingleTensorFormat``: private formats to their original layout (NCHW, or the NHWC/HWCN of a
+    TensorFlow graph, :func:`formats.record_to_original`) / ND by the original shape, padding removed."""
     arr = record.array()
-    fmt = record.format_name
-    original = record.original_shape
-    if fmt in PRIVATE_FORMATS and original:
-        target = "NCHW" if len(original) == 4 else ("ND" if len(original) in (2, 3) else None)
+    if record.format_name in PRIVATE_FORMATS and record.original_shape:
         try:
-            return _to_original(arr, fmt, original, target, record.sub_format)
+            return record_to_original(record, arr)[0]
         except (FusebisectError, ValueError):
             return arr
     return arr
@@ -1103,9 +1102,11 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
             golden_format = golden_record.format_name
         y = golden_record.array()
         golden_dtype = _shown_dtype(golden_record, device_names=False)
+        golden_layout = None   # the layout a private-format NPU golden was restored to (NHWC in a TF graph)
         if not ctx.golden_npy and golden_record.format_name in PRIVATE_FORMATS and golden_record.original_shape:
-            y = _to_original(y, golden_record.format_name, golden_record.original_shape, None,
-                             golden_record.sub_format)
+            y, golden_layout = record_to_original(golden_record, y)
+            if golden_layout not in TARGETS.get(record.format_name, ()):
+                golden_layout = None
         if golden_dtype in ("bfloat16",) or y.dtype.name in _FLOAT32_READ:
             y = y.astype(np.float32)
         golden_shape = tuple(record.original_shape) if record.original_shape else tuple(y.shape)
@@ -1118,7 +1119,7 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
         scalar_device = sum(record.shape) == len(record.shape)
         if record.format_name in PRIVATE_FORMATS and not scalar_device:
             x = _to_original(x, record.format_name, golden_shape,
-                             None if golden_format in PRIVATE_FORMATS else golden_format, record.sub_format)
+                             golden_layout if golden_format in PRIVATE_FORMATS else golden_format, record.sub_format)
         elif (not scalar_device and record.format_name != golden_format and record.format_name in _LAYOUTS_4D
               and golden_format in _LAYOUTS_4D):
             # msaccucmp converts a plain 4-D layout to the golden's (its builtin NCHW/NHWC/HWCN converters)
