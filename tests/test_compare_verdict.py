@@ -123,6 +123,35 @@ def test_dumps_oracle(tmp_path, outs, outcome, reason):
     assert verdict.outcome == outcome and reason in verdict.reason
 
 
+def test_two_runs_of_one_configuration_match_under_a_tight_max_abs_error(tmp_path):
+    """A Cast GE inserted in both runs is compared with its namesake, not (as msaccucmp maps it) with the float32
+    tensor before it, whose float16 rounding error would make a run BAD against its own configuration; a faulty
+    fused op is still caught."""
+    import os
+    import subprocess
+    import sys
+
+    def sim(name, *args):
+        root = tmp_path / name
+        root.mkdir()
+        env = {**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3", "DUMP_GRAPH_PATH": "graph",
+               "ASCEND_WORK_PATH": str(root)}
+        subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--dump-path", "dump", "--dump-step", "0",
+                        *args], cwd=root, env=env, check=True, capture_output=True)
+        return TrialPaths(root, None)
+
+    judge = Judge(dumps=DumpsSpec(max_abs_error=1e-4, graphs=True))
+    ok = Measurement(exit_code=0, seconds=1.0)
+    reference, again = sim("reference"), sim("again")
+    assert compare_dumps(again.dump_dir, reference.dump_dir, my_graph=again.graph_dir,
+                         golden_graph=reference.graph_dir, max_abs_error=1e-4).first_divergence is not None
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=again, reference_paths=reference)
+    assert verdict.outcome == GOOD, verdict.reason
+    faulty = sim("faulty", "--faulty", "GeluFusionPass")
+    verdict = judge.judge(ok, reference=ok, is_reference=False, paths=faulty, reference_paths=reference)
+    assert verdict.outcome == BAD and "dumps diverge at" in verdict.reason
+
+
 def test_a_reference_without_dumps_is_named_as_the_missing_side(tmp_path):
     judge = Judge(dumps=DumpsSpec())
     ok = Measurement(exit_code=0, seconds=1.0)

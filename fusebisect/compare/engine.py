@@ -147,7 +147,8 @@ def _dir_has_npy(path: Path) -> bool:
 
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
-                  jobs: int | None = 1, ffts_direct: bool = False, leaf: str = "latest") -> CompareReport:
+                  jobs: int | None = 1, ffts_direct: bool = False, leaf: str = "latest",
+                  same_ops_directly: bool = False) -> CompareReport:
     """Compares my dump against the golden data, msaccucmp style.
 
     ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
@@ -156,7 +157,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     keeps the op names of the files as they are (msaccucmp ``-ffts``: manual-mode slices compared one to one).
     A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. ``jobs``: worker processes
     over ops; ``None`` (or 0) picks :func:`auto_jobs` for the number of ops. ``leaf``: which iteration of a
-    dump holding several is compared, 'latest' or 'earliest' (see ``tree.one_leaf``). Returns a
+    dump holding several is compared, 'latest' or 'earliest' (see ``tree.one_leaf``). ``same_ops_directly``
+    (fused vs unfused only; not msaccucmp's way): an op both graphs hold, same name and type (one no fusion
+    touched), is compared one to one with its namesake, inputs with inputs and outputs with outputs, rather than
+    through its original ops; msaccucmp compares a Cast's fp16 output with the fp32 tensor before the Cast,
+    whose rounding error is no divergence between two runs (the run oracle's case). Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
@@ -213,6 +218,8 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         else:
             mode = "fused_vs_unfused"
             close = mp.build_rule(golden_g) if golden_g is not None else _identity_rule(rule)
+            if same_ops_directly and golden_g is not None:
+                ctx.golden_types = {o.name: o.type for o in close.op_list}
             rule = mp.merge_close(rule, close)
         ctx.rule = rule
         tasks = _tasks_graph(ctx)
@@ -377,6 +384,7 @@ class _Context:
     my_address: bool = True
     golden_address: bool = True
     pending: "_Pending | None" = None
+    golden_types: dict = field(default_factory=dict)   # golden graph op -> type: compare those ops one to one
 
 
 class _Pending:
@@ -966,6 +974,16 @@ def _graph_op(ctx: _Context, op: mp.RuleOp, texts, *, missing_ok: bool) -> list[
     if entry is None:
         ctx.unmatched.append({"op": op.name, "side": "my", "reason": "no dump file for this graph op"})
         return [] if missing_ok else [_missing_my_row(ctx, op, texts)]
+    golden_entry = ctx.golden.newest(op.name) if ctx.golden_types.get(op.name) == op.type else None
+    key = mp.lookup_name(op.name)
+    if golden_entry is not None and key not in ctx.my.threads and key not in ctx.golden.threads:
+        # the same op in both runs (compare_dumps' same_ops_directly): compared one to one
+        rows = _npu_op(ctx, op.op_id, op.name, entry, golden_entry)
+        for row in rows:
+            row.op_type, row.my_op, row.golden_ops = op.type, texts[0], list(texts[1])
+            row.pass_names, row.ub_pass_name = list(op.pass_names), op.ub_pass_name
+            row.original_ops = ctx.originals.get(op.name, [])
+        return rows
     try:
         loaded = _load(ctx, entry)
         dump = loaded.dump

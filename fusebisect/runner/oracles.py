@@ -415,7 +415,8 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
             if graph is None:
                 raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
     return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
-                         algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf)
+                         algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf,
+                         same_ops_directly=True)
 
 
 def several_iterations(paths: TrialPaths) -> bool:
