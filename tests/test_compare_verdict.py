@@ -479,6 +479,22 @@ def test_the_msaccucmp_engine_judges_its_nan_cells(tmp_path, capsys, msaccucmp):
     assert rows["ok"]["compared"] and rows["ok"]["nonfinite"] == 0
 
 
+@pytest.mark.msaccucmp
+@pytest.mark.parametrize("mine, diverges", [(2.0, True), (np.nan, True), (1.2501, False)])
+def test_the_msaccucmp_engine_judges_a_scalar_as_the_native_one(tmp_path, capsys, msaccucmp, mine, diverges):
+    """msaccucmp's cosine of a scalar (a loss) is always 1: its relative error (MaxRelativeError) and a NaN in
+    its mean/std cell decide, as with the native engine."""
+    for side, value in (("my", mine), ("gold", 1.25)):
+        write_dump(tmp_path / side / f"ReduceMeanD.loss.1.0.{TS}", op_name="loss", inputs=[], encoding="nano",
+                   outputs=[np.array([value], np.float32)])
+    verdicts = []
+    for engine in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json", *engine])
+        out = json.loads(capsys.readouterr().out)
+        verdicts.append((rc, (out["first_divergence"] or {}).get("tensor")))
+    assert verdicts[0] == verdicts[1] == ((1, "loss:output:0") if diverges else (0, None))
+
+
 def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, capsys):
     """Iterations (and devices) hold different data: an op missing from the latest iteration must not be taken
     from an older one, which would be a divergence that is not there."""

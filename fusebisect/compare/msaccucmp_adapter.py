@@ -140,12 +140,22 @@ _STD_CELL = re.compile(r"\(([^;()]*);([^;()]*)\),\(([^;()]*);([^;()]*)\)")
 
 
 def _judge_nan_cells(row: CompareRow) -> None:
-    """What a row's NaN cosine means, from msaccucmp's own cells (its CSV gives no reason for NaN/Inf): NaN/Inf
-    on one side only shows in that side's mean/std of the StandardDeviation cell (a divergence: ``nonfinite`` 1,
-    the count is not in the CSV); "All the data is zero" in one side alone is cosine 0, as the native verdict
-    takes it. NaN/Inf on both sides cannot be judged from the cells: the note says so."""
+    """What a row's cells mean where its cosine says nothing (msaccucmp's CSV gives no reason for NaN/Inf):
+
+    - a scalar (a loss: "This tensor is scalar.", cosine always 1) is judged by its relative error, the
+      MaxRelativeError cell, as the native verdict does;
+    - NaN/Inf on one side only shows in that side's mean/std of the StandardDeviation cell (a divergence:
+      ``nonfinite`` 1, the count is not in the CSV), whatever the cosine (a scalar NaN has cosine 1);
+    - "All the data is zero" in one side alone is cosine 0, as the native verdict takes it.
+
+    NaN/Inf on both sides cannot be judged from the cells: the note says so."""
+    if "This tensor is scalar" in row.fail_reason:
+        rel = row.metrics.get("MaxRelativeError")
+        if isinstance(rel, float) and math.isfinite(rel):
+            row.scalar_relative_error = rel
     cos = row.cosine
     if cos is None or not math.isnan(cos):
+        _one_side_nonfinite(row)   # a finite cosine despite NaN/Inf on one side: a scalar NaN loss
         return
     if "All the data is zero" in row.fail_reason:   # one side only: both all zero reads 1.0
         row.finite_cosine = 0.0
@@ -154,24 +164,33 @@ def _judge_nan_cells(row: CompareRow) -> None:
         return
     if row.fail_reason:   # msaccucmp said why it did not compare
         return
-    cell = _STD_CELL.fullmatch(str(row.metrics.get("StandardDeviation", "")).strip())
-    if cell is None:
+    sides = _one_side_nonfinite(row)
+    if sides is None:
         row.note = ("msaccucmp's metrics are NaN and its CSV says not why (NaN/Inf in the data?): add "
                     "StandardDeviation to the algorithms, or use the native engine, to tell")
-        return
+    elif sides == (True, True):
+        row.note = ("NaN/Inf on both sides: msaccucmp's metrics are NaN whatever the other elements hold (the "
+                    "native engine compares those)")
+
+
+def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
+    """Whether my tensor and the golden hold NaN/Inf, read from the StandardDeviation cell's means and stds
+    (None when the cell is absent or unreadable). NaN/Inf on one side only marks the row ``nonfinite``."""
+    cell = _STD_CELL.fullmatch(str(row.metrics.get("StandardDeviation", "")).strip())
+    if cell is None:
+        return None
     try:
         stats = [float(v) for v in cell.groups()]
     except ValueError:
-        return
+        return None
     mine = not all(math.isfinite(v) for v in stats[:2])
     golden = not all(math.isfinite(v) for v in stats[2:])
     if mine != golden:
         row.nonfinite = 1
         row.note = (f"NaN/Inf in {'my tensor' if mine else 'the golden'} only (msaccucmp's mean/std cell; its CSV "
                     "does not count them)")
-    elif mine:
-        row.note = ("NaN/Inf on both sides: msaccucmp's metrics are NaN whatever the other elements hold (the "
-                    "native engine compares those)")
+        return mine, golden
+    return mine, golden
 
 
 def _int_or_none(text: str) -> int | None:
