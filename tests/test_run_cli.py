@@ -531,3 +531,23 @@ def test_paths_that_look_like_console_markup_are_printed_as_they_are(capsys, tmp
     assert f"journal: {work / 'journal.jsonl'}" in " ".join(out.split())
     assert main(["report", str(work)]) == 0
     assert f"journal: {work / 'journal.jsonl'}" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_relative_oracle_warns_that_the_reference_may_be_the_broken_run(capsys, tmp_path):
+    """A job bad while SoftmaxFusionPass is OFF makes the all-off reference the broken run: under --metric alone
+    the search names SoftmaxFusionPass 'bad while on', and the result says how that can be the wrong way round;
+    with --expect the direction is known and no such note is needed."""
+    job = tmp_path / "job.py"
+    job.write_text("import json, os\n"
+                   "sw = json.load(open(os.environ['FUSEBISECT_SWITCH_FILE']))\n"
+                   "off = any(v.get('SoftmaxFusionPass') == 'off' for v in sw.get('Switch', {}).values())\n"
+                   "print('loss', 0.15 if off else 0.1)\n")
+    argv = ["run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", "SoftmaxFusionPass,GeluFusionPass"]
+    assert main([*argv, "--workdir", str(tmp_path / "w1"), "--", sys.executable, str(job)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["rules"] for c in doc["culprits"]] == [["SoftmaxFusionPass"]]
+    assert any("were that run the broken one" in n for n in doc["notes"])
+    assert main([*argv, "--expect", "0.1", "--workdir", str(tmp_path / "w2"), "--", sys.executable, str(job)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["culprits"][0]["direction"] == "off"
+    assert not any("were that run the broken one" in n for n in doc["notes"])

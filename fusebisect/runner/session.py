@@ -1265,6 +1265,12 @@ class Session:
                     f"means like that reference, so {'it' if len(stuck) == 1 else 'they'} may be the cause, which "
                     f"the culprits found only make visible. Say what a good run is (--expect VALUE or --check "
                     f"CMD) to tell."))
+            if result.status == "found" and self._relative_only() and \
+                    all(c.direction == "on" for c in result.culprits):
+                # the reference may be the broken run: a rule bad while OFF then reads as bad while on
+                self.notes.append("GOOD means like the all-candidates-off run; were that run the broken one (a rule "
+                                  "bad while turned off), the rule named would be that rule and the switch file the "
+                                  "broken configuration: --expect VALUE (a known-good loss) rules that out")
         elif result is not None and result.status == "not_reproduced" and \
                 (unchecked := self._switch_unchecked("the job ran like the baseline")):
             result = dataclasses.replace(result, status="inconclusive", message=unchecked)
