@@ -213,6 +213,38 @@ def test_a_gate_invalid_twice_says_why(capsys, tmp_path):
                             "crash (killed by signal 11); run 3: crash (killed by signal 11).")
 
 
+def test_a_job_that_never_runs_to_a_verdict_is_not_blamed_on_the_candidates(capsys, tmp_path):
+    """Every run a skip (exit 125), the default configuration's too: the message says neither gate could be
+    judged (not 'narrow the candidates'), and why, once, run by run."""
+    rc = main(["run", "--json", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w"),
+               "--", "sh", "-c", "exit 125"])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive"
+    assert j["message"].startswith("Neither the baseline (default configuration) nor the all-candidates-off "
+                                   "reference run could be judged twice")
+    assert "--rules" not in j["message"] and j["message"].count("Why:") == 1
+    assert "Why: baseline run 2: exit 125 (skip)" in j["message"] and "; reference run 1: exit 125" in j["message"]
+
+
+def test_rules_takes_a_long_list_of_names_and_refuses_a_switch_file_of_all(capsys, tmp_path):
+    """A NAME,NAME,... list past 255 characters is names, not a file name the OS refuses; a switch file that
+    switches ALL is refused as the name ALL is; --jobs has a ceiling (no hang on a huge value)."""
+    from fusebisect.rules.catalog import default_catalog
+
+    names = sorted(r.name for r in default_catalog().rules.values() if r.can_disable and not r.spelling_of)[:40]
+    spec = ",".join(names)
+    assert len(spec) > 255
+    assert main(["run", "--json", "--rules", spec, "--workdir", str(tmp_path / "w"), "--", "true"]) == 1
+    assert json.loads(capsys.readouterr().out)["candidates"] == len(names)
+    all_off = tmp_path / "all-off.cfg"
+    assert main(["cfg", "all-off", "--out", str(all_off)]) == 0
+    capsys.readouterr()
+    assert main(["run", "--rules", str(all_off), "--workdir", str(tmp_path / "w2"), "--", "true"]) == 2
+    assert f"--rules: {all_off} switches ALL, which is the switch file's key" in capsys.readouterr().err
+    assert main(["run", "--jobs", "100000000", "--workdir", str(tmp_path / "w3"), "--", "true"]) == 2
+    assert "--jobs must be between 1 and 64" in capsys.readouterr().err
+
+
 def test_the_boundary_commands_run_as_printed_with_the_whole_trial_contract(capsys, tmp_path):
     job = tmp_path / "job.sh"   # writes into {trial_dir} and $FUSEBISECT_DUMP_DIR; bad while GeluFusionPass is on
     job.write_text('echo x > "$1/marker" && echo y > "$FUSEBISECT_DUMP_DIR/d" && [ -n "$ASCEND_WORK_PATH" ] || exit 3\n'

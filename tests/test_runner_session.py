@@ -693,9 +693,9 @@ def test_all_off_still_bad_names_the_rules_that_fired_only_then(target, tmp_path
     assert j["status"] == "inconclusive" and RULES[4] not in j["candidate_rules"]
     assert j["message"].startswith(f"With all 4 candidate rules off the symptom is still there, but 1 rule outside "
                                    f"the candidates fired in that run: {RULES[4]} (only then); turning a pass off "
-                                   f"can let another fuse the same pattern. The cause may be that rule: rerun with "
-                                   f"--fresh --rules ")
-    rules = j["message"].rsplit("--rules ", 1)[1].rstrip(".")
+                                   f"can let another fuse the same pattern. The cause may be that rule: to test it, "
+                                   f"rerun with --fresh and --rules ")
+    rules = j["message"].rsplit("--rules ", 1)[1]   # copied as it is: no period after the list
     again = session(target, tmp_path, engine=Search, rules=rules, fresh=True).run().run_json
     assert again["status"] == "found"
     assert sorted(r for c in again["culprits"] for r in c["rules"]) == sorted([RULES[1], RULES[4]])

@@ -1280,12 +1280,15 @@ class Session:
             result = self._not_fusion(result)
         elif result is not None and result.status == "inconclusive" and not result.culprits:
             # a gate INVALID twice: say why each of its runs could not be judged (a crash, a timeout, ...)
-            for gate in (frozenset(), self.all_off):
+            whys = []
+            for gate, which in ((frozenset(), "baseline"), (self.all_off, "reference")):
                 runs = [r for r in self.records if r.off == gate and not r.on and r.role != "verify"]
                 if len(runs) >= 2 and all(r.outcome == INVALID for r in runs) and f"run {runs[0].index}:" \
                         not in result.message:
-                    why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])
-                    result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
+                    whys.append((which, "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])))
+            if whys:   # both gates: each named
+                why = "; ".join(f"{which} {text}" if len(whys) > 1 else text for which, text in whys)
+                result = dataclasses.replace(result, message=f"{result.message} Why: {why}.")
         if result is not None and result.status == "inconclusive" and (hint := self._cache_hint()):
             result = dataclasses.replace(result, message=f"{result.message} {hint}")
         if (result is not None and result.status == "inconclusive" and "--max-runs" not in result.message
@@ -1486,9 +1489,9 @@ class Session:
             message = (f"With all {n} candidate rules off the symptom is still there, but {len(outside)} rule"
                        f"{'s' if len(outside) > 1 else ''} outside the candidates fired in that run: {listed}"
                        + ("; turning a pass off can let another fuse the same pattern" if new else "")
-                       + f". The cause may be {'among them' if len(outside) > 1 else 'that rule'}: rerun with "
-                       f"--fresh --rules "
-                       f"{','.join([*self.candidates, *outside])}.")
+                       + f". The cause may be {'among them' if len(outside) > 1 else 'that rule'}: to test "
+                       f"{'them' if len(outside) > 1 else 'it'}, rerun with --fresh and "
+                       f"--rules {','.join([*self.candidates, *outside])}")
             return dataclasses.replace(result, status="inconclusive", message=message)
         message = (f"With all {n} candidate rules off the symptom is still there, twice: turning off {what} does "
                    f"not fix it, so the cause is not one of them switched on (unless another is bad while "

@@ -180,6 +180,10 @@ def check_search_options(opts: "RunOptions") -> None:
     """Ranges of the options that shape the search and the executions. Raises UsageError."""
     if opts.repeat < 1:
         raise UsageError("--repeat must be >= 1")
+    if not 1 <= opts.jobs <= MAX_JOBS:   # one execution per NPU: a server holds 8 or 16
+        raise UsageError(f"--jobs must be between 1 and {MAX_JOBS} (one execution per NPU), got {opts.jobs}")
+    if opts.devices is not None and len(opts.devices) > MAX_JOBS:
+        raise UsageError(f"--devices: {len(opts.devices)} ids; at most {MAX_JOBS} executions run at once")
     if opts.max_runs is not None and opts.max_runs < 2:
         raise UsageError(f"--max-runs must be >= 2 (the two gate runs), got {opts.max_runs}")
     _number("--confidence", opts.confidence, low=0.5, high=1.0, low_open=True, high_open=True)
@@ -191,6 +195,7 @@ def check_search_options(opts: "RunOptions") -> None:
     _number("--max-abs-error", opts.max_abs_error, low=0)
 
 
+MAX_JOBS = 64
 _DEVICE_RE = re.compile(r"[0-9]+")
 DEVICES_ENV = "ASCEND_RT_VISIBLE_DEVICES"
 
@@ -243,7 +248,7 @@ def load_rules_spec(spec: str) -> list[str]:
         raise UsageError("--rules: empty value; give FILE or NAME,NAME,...")
     path = Path(spec)
     names: list[str] = []
-    if os.sep in spec or (os.altsep and os.altsep in spec) or path.exists():
+    if os.sep in spec or (os.altsep and os.altsep in spec) or _is_file_name(path):
         if not path.exists():
             raise UsageError(f"--rules: {spec}: no such file")
         if path.is_dir():
@@ -257,7 +262,8 @@ def load_rules_spec(spec: str) -> list[str]:
             raise UsageError(f"--rules: cannot read {spec}: {exc}") from exc
         lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("#", "//"))]
         if lines and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
-            names = parse_switch_text(text, path=path).mentioned()
+            cfg = parse_switch_text(text, path=path)
+            names = cfg.mentioned() + (["ALL"] if any("ALL" in cfg.section(k) for k in ("graph", "ub")) else [])
         elif lines and all(ln.partition(":")[2].strip().lower() in ("on", "off") for ln in lines):
             # an old-format switch file (Pass:off lines; comments and CRLF are the user's notes here): its names
             names = [ln.partition(":")[0].strip() for ln in lines]
@@ -277,6 +283,15 @@ def load_rules_spec(spec: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _is_file_name(path: Path) -> bool:
+    """True when ``path`` (a --rules value without a path separator) names an existing file; a long NAME,NAME,...
+    list is no file name (the OS refuses names past 255 bytes: not an error here)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def did_you_mean(catalog, name: str) -> str:
     """`` (did you mean A, B?)`` with the catalog's suggestions for an unknown rule name, or ''."""
     hints = catalog.suggest(name)
@@ -291,8 +306,9 @@ def candidate_rules(opts: "RunOptions", catalog) -> list[str] | None:
         return None
     names = load_rules_spec(opts.rules)
     if "ALL" in names:   # the switch file's key for every pass of a section, not a rule: it cannot be bisected
-        raise UsageError("--rules: ALL is the switch file's key for every pass, not a rule name; list the rules "
-                         "(or leave --rules out: the rules that fired in the baseline are the candidates)")
+        where = "ALL" if "ALL" in opts.rules.split(",") else f"{opts.rules} switches ALL, which"
+        raise UsageError(f"--rules: {where} is the switch file's key for every pass, not a rule name; list the "
+                         "rules (or leave --rules out: the rules that fired in the baseline are the candidates)")
     unknown = [n for n in names if catalog.get(n) is None]
     if unknown and not opts.allow_unknown_rules:
         parts = [repr(name) + did_you_mean(catalog, name) for name in unknown]

@@ -426,6 +426,10 @@ class Search:
         self._phase = "gates"
         ref, base = yield from self._test_offs([(self._all, "reference"), (0, "baseline")], retries=1)
         if Outcome.INVALID in (ref, base):
+            if ref is Outcome.INVALID and base is Outcome.INVALID:
+                return self._result("inconclusive", [], "Neither the baseline (default configuration) nor the "
+                                    "all-candidates-off reference run could be judged twice: the job does not run "
+                                    "to a verdict whatever the switches; nothing can be concluded.")
             if ref is Outcome.INVALID:
                 # every search starts from "all off cures it": without that run nothing tells a fusion rule
                 # from any other cause; a job that cannot build with every candidate off needs fewer candidates
