@@ -583,3 +583,35 @@ def test_a_relative_oracle_warns_that_the_reference_may_be_the_broken_run(capsys
     doc = json.loads(capsys.readouterr().out)
     assert doc["culprits"][0]["direction"] == "off"
     assert not any("were that run the broken one" in n for n in doc["notes"])
+
+
+def test_a_resume_cut_while_runs_were_judged_again_reaches_the_same_answer(capsys, tmp_path):
+    """The first reference run is an outlier; once three all-off runs exist their middle one is the reference and
+    every run is judged again, one verdict line each. A journal cut between those lines (a kill, a Ctrl-C) must
+    resume to the uninterrupted answer, not to verdicts half against the old reference."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os
+        off = set()
+        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
+            off |= {k for k, v in sec.items() if v == "off"}
+        loss = 0.57 if "MatMulBiasAddFusionPass" in off else 0.47
+        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-"):
+            loss = 0.47   # the first reference run reads like a bad one
+        print(f"loss {loss}")
+    '''))
+    rules = "MatMulBiasAddFusionPass,GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MulAddFusionPass"
+    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", rules, "--no-graph-dump"]
+    assert main([*argv, "--workdir", str(tmp_path / "a"), "--", sys.executable, str(job)]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert [c["rules"] for c in whole["culprits"]] == [["MatMulBiasAddFusionPass"]]
+    lines = (tmp_path / "a" / "journal.jsonl").read_text().splitlines(keepends=True)
+    cuts = [i for i, line in enumerate(lines) if json.loads(line).get("event") == "verdict"]
+    assert len(cuts) >= 2, "the scenario needs a reference that moved and runs judged again"
+    for cut in cuts:
+        work = tmp_path / f"cut{cut}"
+        work.mkdir()
+        (work / "journal.jsonl").write_text("".join(lines[:cut]))
+        assert main([*argv, "--workdir", str(work), "--", sys.executable, str(job)]) == 0, cut
+        again = json.loads(capsys.readouterr().out)
+        assert [c["rules"] for c in again["culprits"]] == [["MatMulBiasAddFusionPass"]], (cut, again["message"])

@@ -515,6 +515,14 @@ class Session:
         now = self.reference_record()
         if now is None or before is None or now is before:
             return
+        self._judge_all_again()
+        self._rebuild = True
+        self.progress.log(f"the reference is now run {now.index} (metric {now.measurement.metric:g}, the middle of "
+                          f"the all-candidates-off runs; run {before.index} read {before.measurement.metric:g}): "
+                          f"every run judged again")
+
+    def _judge_all_again(self) -> None:
+        """Judge every judged run against the current reference and journal each verdict that changed."""
         for rec in self.records:
             if rec.pending:
                 continue
@@ -523,10 +531,6 @@ class Session:
             if (rec.outcome, rec.reason) != was:
                 self.journal.append({"event": "verdict", "index": rec.index, "outcome": rec.outcome,
                                      "reason": rec.reason})
-        self._rebuild = True
-        self.progress.log(f"the reference is now run {now.index} (metric {now.measurement.metric:g}, the middle of "
-                          f"the all-candidates-off runs; run {before.index} read {before.measurement.metric:g}): "
-                          f"every run judged again")
 
     def baseline_record(self) -> TrialRecord | None:
         """The first run of the default configuration (nothing off), or None."""
@@ -912,6 +916,11 @@ class Session:
             if ev.get("event") == "verdict" and (rec := by_index.get(int(ev.get("index") or 0))) is not None:
                 rec.outcome, rec.reason = str(ev.get("outcome") or rec.outcome), str(ev.get("reason") or "")
         self._settle_pending(journaled=settled)
+        if self._reference_runs() is not None:
+            # an interruption while every run was judged again against a new reference (the medoid of the
+            # all-off runs) leaves some verdicts journaled against the old one: judge them all against the
+            # reference the journal's runs make, as the uninterrupted run did (cheap: a metric comparison)
+            self._judge_all_again()
         return start
 
     def _settle_pending(self, journaled: set[int] = frozenset()) -> None:
@@ -1268,9 +1277,11 @@ class Session:
             if result.status == "found" and self._relative_only() and \
                     all(c.direction == "on" for c in result.culprits):
                 # the reference may be the broken run: a rule bad while OFF then reads as bad while on
+                tell = ("--expect VALUE (a known-good loss)" if self.judge.metric is not None else
+                        "--check CMD (what a good run is)")   # --dumps alone: --expect needs --metric
                 self.notes.append("GOOD means like the all-candidates-off run; were that run the broken one (a rule "
                                   "bad while turned off), the rule named would be that rule and the switch file the "
-                                  "broken configuration: --expect VALUE (a known-good loss) rules that out")
+                                  f"broken configuration: {tell} rules that out")
         elif result is not None and result.status == "not_reproduced" and \
                 (unchecked := self._switch_unchecked("the job ran like the baseline")):
             result = dataclasses.replace(result, status="inconclusive", message=unchecked)
