@@ -6,6 +6,7 @@ and the interrupted execution's number (kept with its trial dir, never judged) i
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -78,3 +79,34 @@ def test_report_of_a_run_stopped_before_its_first_execution_ended(tmp_path, caps
     (tmp_path / "other").mkdir()
     assert main(["report", str(tmp_path / "other")]) == 2
     assert "not the workdir of a fusebisect run" in capsys.readouterr().err
+
+
+def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, capsys):
+    """A run holding its workdir's lock is still going (not 'stopped': rerunning would be refused); a run
+    resumed after its result (a raised --max-runs) and cut again reports what it judged since, not the old
+    result."""
+    from fusebisect.runner.session import _workdir_lock
+
+    work = tmp_path / "w"
+    (work / "trials" / "0001-baseline").mkdir(parents=True)
+    with _workdir_lock(work):
+        assert main(["report", str(work)]) == 2
+        err = capsys.readouterr().err
+        assert f"a run (pid {os.getpid()}) is in its first execution" in err and "stopped" not in err
+    argv = ["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--fresh", "--max-runs", "3", "--",
+            sys.executable, "-m", "fusebisect.sim", "train", "--faulty", "GeluFusionPass", "--steps", "2"]
+    assert main(["-q", *argv]) == 1
+    capsys.readouterr()
+    journal = work / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    trial = next(line for line in lines if json.loads(line).get("event") == "trial")
+    later = json.loads(trial)
+    later["index"] = 4
+    journal.write_text("".join(lines) + json.dumps(later) + "\n")   # a resumed run's fourth run, then cut
+    assert main(["report", str(work), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "running" and doc["executions"] == 4
+    assert doc["message"] == "the run has not finished: rerun the same fusebisect run command to resume"
+    with _workdir_lock(work):
+        assert main(["report", str(work), "--json"]) == 1
+        assert json.loads(capsys.readouterr().out)["message"].startswith(f"the run is still going (pid {os.getpid()})")

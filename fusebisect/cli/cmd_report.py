@@ -23,7 +23,9 @@ def _partial_run_json(view, workdir: Path) -> dict:
     the keys of a finished run's JSON; ``status`` is "running" and what only the end decides is null."""
     return {
         "status": "running",
-        "message": "the run has not finished: rerun the same fusebisect run command to resume",
+        "message": (f"the run is still going (pid {view.holder}): report again when it has finished"
+                    if view.holder is not None else
+                    "the run has not finished: rerun the same fusebisect run command to resume"),
         "culprits": [],
         "executions": len(view.trials),
         "engine_executions": None,

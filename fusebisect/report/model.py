@@ -56,6 +56,7 @@ class RunView:
     unjudged: list[dict[str, Any]] = field(default_factory=list)  # {index, trial_dir}: started, never judged
     dumps: dict[str, Any] | None = None  # rows with cosine per tensor + first_divergence
     result: dict[str, Any] | None = None  # the run JSON, absent while the run is unfinished
+    holder: str | None = None  # the pid of the fusebisect run still working in the workdir, if one is
 
     @property
     def status(self) -> str:
@@ -85,6 +86,7 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
         elif event == "candidates":
             view.candidates = list(rec.get("candidates") or [])
         elif event == "trial":
+            view.result = None   # a run resumed after its result (a raised --max-runs): not finished again yet
             view.trials.append(TrialView(
                 number=int(rec.get("index") or len(view.trials) + 1),
                 role=str(rec.get("role") or "search"),
@@ -127,9 +129,15 @@ def load_run_view(workdir: str | Path) -> RunView:
     workdir = Path(workdir)
     if not workdir.is_dir():
         raise FusebisectError("not a directory (give the --workdir of a fusebisect run)", path=workdir)
+    from fusebisect.runner.session import workdir_holder
+
     journal = Journal(workdir / JOURNAL_NAME)
     records = journal.load()
+    holder = workdir_holder(workdir)
     if not records:
+        if holder is not None:
+            raise FusebisectError(f"no {JOURNAL_NAME} yet: a run (pid {holder}) is in its first execution; report "
+                                  "again once it has judged one", path=workdir)
         if (workdir / "trials").is_dir():   # the runner made its dirs, and was stopped before it journaled a run
             raise FusebisectError(f"no {JOURNAL_NAME} yet: the run was stopped before its first execution ended, "
                                   "so there is nothing to report; rerun the same command", path=workdir)
@@ -142,6 +150,7 @@ def load_run_view(workdir: str | Path) -> RunView:
         raise FusebisectError(f"a record has a field of the wrong type ({exc}); fix or move the journal aside "
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
+    view.holder = holder
     return view
 
 

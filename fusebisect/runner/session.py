@@ -87,6 +87,26 @@ def _workdir_lock(workdir: Path):
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def workdir_holder(workdir: Path) -> str | None:
+    """The pid of the fusebisect run holding WORKDIR's lock ('?' when it did not say), or None when none does
+    (no lock file, or its lock is free: a run that ended, or was killed)."""
+    import fcntl
+
+    try:
+        handle = open(Path(workdir) / LOCK_NAME, encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "?"
+        except OSError:
+            return None
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        return None
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """While running, SIGTERM unwinds like Ctrl-C (only the main thread can install a handler)."""
