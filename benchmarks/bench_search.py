@@ -309,13 +309,35 @@ def flaky_pairs(scale):
         pair = rng.sample(cands, 2)
         s = Search(cands, flaky=True, seed=t)
         drive(s, SimTarget(cands, [frozenset({pair[0]}), frozenset({pair[1]})], flip=0.05, seed=20_000 + t))
-        named = {c.rules[0] for c in s.result.culprits}
-        both += named == set(pair)
-        one += len(named) == 1 and named <= set(pair)
-        wrong += not named <= set(pair)
+        named = {frozenset(c.rules) for c in s.result.culprits}
+        truth = {frozenset({pair[0]}), frozenset({pair[1]})}
+        both += named == truth
+        one += len(named) == 1 and named <= truth
+        wrong += not named <= truth
         ex.append(s.result.executions)
     row("flaky p=0.05, two culprits n=100 (--flaky)", "(info)", ex, "info",
         f"{both / trials:.3f} both, {one / trials:.3f} one, {wrong} wrong")
+
+
+def flaky_interaction(scale):
+    """An interacting pair (bad only while both are on) with --flaky: named as one set, not named (inconclusive),
+    or wrong (one member alone, or another rule)."""
+    cands = names(100)
+    rng = random.Random(13)
+    trials = 200 * scale // 10 if scale < 10 else 200
+    for flip in (0.05, 0.1):
+        found = wrong = 0
+        ex = []
+        for t in range(trials):
+            pair = frozenset(rng.sample(cands, 2))
+            s = Search(cands, flaky=True, seed=t)
+            drive(s, SimTarget(cands, [pair], flip=flip, seed=30_000 + t))
+            named = [frozenset(c.rules) for c in s.result.culprits]
+            found += named == [pair]
+            wrong += bool(named) and named != [pair]
+            ex.append(s.result.executions)
+        row(f"flaky p={flip}, interaction pair n=100 (--flaky)", "(info)", ex, "info",
+            f"{found / trials:.3f} as one set, {wrong} wrong")
 
 
 def undeclared_noise(scale):
@@ -578,6 +600,7 @@ def main(argv=None) -> int:
     t9(1)
     undeclared_noise(scale)
     flaky_pairs(scale)
+    flaky_interaction(scale)
     w = [max(len(r[i]) for r in ROWS + [("scenario", "target", "mean / median / max", "accuracy", "")])
          for i in range(5)]
     head = ("scenario", "target", "mean / median / max", "accuracy", "verdict")

@@ -60,8 +60,8 @@ searched for); when nothing decides, the rule is named alone with confidence 0.5
 
 When verdicts contradict each other, or the runs of one configuration disagree (or with ``flaky=True`` from
 the start), the engine switches to a noise
-aware mode: a Bayesian posterior over "rule i is the culprit" (either direction, plus "nothing wrong" and
-"always bad") with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
+aware mode: a Bayesian posterior over "rule i is the culprit" (either direction), "rules i and j together"
+(an interaction, bad only while both are on), "nothing wrong" and "always bad", with unknown flip rates; each next configuration is the one whose predicted P(BAD) is nearest
 1/2, and a culprit is named only when its posterior reaches ``confidence`` and its two confirmation runs
 were observed. Below that, after ``max_executions``, the verdict is inconclusive. Then, as in Go's loop,
 the run with that culprit off is run until two of its runs agree (up to three): two GOOD and no BAD end the
@@ -659,11 +659,16 @@ class Search:
         return sorted(pts)
 
     # ------------------------------------------------------------------ noise-aware mode
+    def _confirm_set(self, culprit: int, found_mask: int = 0) -> list[tuple[int, str]]:
+        """The two runs that confirm forward culprit set ``culprit`` (a mask): only it on must be BAD, it off
+        (with the sets already named, ``found_mask``) must be GOOD."""
+        return [(self._all ^ culprit, "confirm"), (found_mask | culprit, "verify")]
+
     def _confirm_configs(self, h: int, found_mask: int = 0) -> list[tuple[int, str]]:
         """The two runs that confirm hypothesis ``h``; ``found_mask``: forward culprits already named, kept off."""
         n = self._n
         if h < n:       # forward: only i on must be BAD, i off (with those named) must be GOOD
-            return [(self._all ^ (1 << h), "confirm"), (found_mask | (1 << h), "verify")]
+            return self._confirm_set(1 << h, found_mask)
         if h < 2 * n:   # reverse: only i off must be BAD, only i on must be GOOD
             i = h - n
             return [(1 << i, "confirm"), (self._all ^ (1 << i), "verify")]
@@ -683,7 +688,7 @@ class Search:
         if gates:
             yield from self._test_offs(gates, retries=1)
         self._phase = "noisy"
-        found: list[tuple[int, float]] = []     # forward culprits named so far: (rule index, posterior)
+        found: list[tuple[int, float]] = []     # forward culprit sets named so far: (rule mask, posterior)
         self._noisy_named = found               # (a budget stop reports them)
         found_mask = 0
         while True:
@@ -696,14 +701,22 @@ class Search:
             self._left = int((post > 0.01).sum())
             cap = self._cap(len(found))
             m = model.n
-            if found and top >= m and p >= self.confidence:
+            if found and m <= top < model.pair_base and p >= self.confidence:
                 # "nothing more" (or a picture no further culprit explains): the culprits found are the answer
                 if top != 2 * m:
                     self._notes.append("after the culprits found, no further single culprit explains the runs")
-                return self._noisy_found(found) if len(found) > 1 else self._noisy_result(*found[0])
+                return self._noisy_found(found)
             if p >= self.confidence:
                 g = rest[top] if top < m else top     # a rule, or (before any is named) another hypothesis
-                missing = [(off, role) for off, role in self._confirm_configs(g, found_mask)
+                if top < m:
+                    culprit = 1 << rest[top]
+                elif top >= model.pair_base:   # an interaction: bad only while both are on
+                    a, b = model.pair(top)
+                    culprit = (1 << rest[a]) | (1 << rest[b])
+                else:
+                    culprit = 0
+                missing = [(off, role) for off, role in
+                           (self._confirm_set(culprit, found_mask) if culprit else self._confirm_configs(g))
                            if not self._decided(off) and not self._known_invalid_off(off)]
                 if missing and self.executions + len(missing) <= cap:
                     self._phase = "confirm"
@@ -726,11 +739,11 @@ class Search:
                                             "another rule is bad while off too, which the noise-aware mode does not "
                                             "search. Rerun without --flaky, or with --rules leaving "
                                             f"{name} out.")
-                if not found and g >= self._n:
+                if not found and not culprit:
                     return self._noisy_result(g, p)
                 # Go's loop: with this culprit off, is the job still bad? Only then look for another one. The
                 # verdict there must be seen twice (a majority of up to three runs), GOOD as much as BAD.
-                lfm = found_mask | (1 << g)
+                lfm = found_mask | culprit
                 decided = self._verdicts(lfm)
                 bad = decided.count(Outcome.BAD)
                 good = len(decided) - bad
@@ -739,17 +752,18 @@ class Search:
                     self._phase = "verify"
                     yield [(lfm, "repeat")]
                     continue
+                names = " and ".join(self.candidates[i] for i in bits_of(culprit))
                 if max(bad, good) < 2:
-                    self._notes.append(f"the run with {self.candidates[g]} off was not judged by two agreeing runs "
+                    self._notes.append(f"the run with {names} off was not judged by two agreeing runs "
                                        "(run budget, or invalid runs): a further culprit is not ruled out")
                 if good >= 2 and not bad:   # seen GOOD, and only GOOD: nothing more
-                    return self._noisy_found(found + [(g, p)]) if found else self._noisy_result(g, p)
+                    return self._noisy_found(found + [(culprit, p)])
                 # otherwise the search goes on with it off, where "nothing more" must reach the confidence too: two
                 # GOOD runs of three leave a second culprit at 20 % when one verdict in five flips
-                found.append((g, p))
-                found_mask |= 1 << g
+                found.append((culprit, p))
+                found_mask |= culprit
                 if bad >= 2 and bad > good:
-                    self._notes.append(f"with {self.candidates[g]} off the job was still bad: looking for more")
+                    self._notes.append(f"with {names} off the job was still bad: looking for more")
                 continue
             if self.executions >= cap:
                 if found:
@@ -843,11 +857,21 @@ class Search:
                             "before a culprit was isolated.")
 
     def _noisy_found(self, found: list[tuple[int, float]]) -> SearchResult:
-        """The result of the noise-aware mode once one or more forward culprits were named, in order."""
-        culprits = [Culprit(rules=(self.candidates[g],), confidence=round(p, 4), direction="on") for g, p in found]
-        union = mask_of(g for g, _ in found)
-        boundary = (self._names(union), self._names(union & ~(1 << found[-1][0])))
-        names = ", ".join(f"{self.candidates[g]} ({p:.3f})" for g, p in found)
+        """The result of the noise-aware mode once one or more forward culprit sets (masks) were named, in
+        order."""
+        culprits = [Culprit(rules=tuple(self.candidates[i] for i in bits_of(s)), confidence=round(p, 4),
+                            direction="on") for s, p in found]
+        union = 0
+        for s, _ in found:
+            union |= s
+        boundary = (self._names(union), self._names(union & ~found[-1][0]))
+        if len(found) == 1:
+            c, p = culprits[0], found[0][1]
+            what = (f"{c.rules[0]} is the culprit" if len(c.rules) == 1 else
+                    f"{' + '.join(c.rules)} together are the culprit (an interaction: either one off fixes it)")
+            return self._result("found", culprits, f"{what} (bad while turned on) with posterior {p:.3f} after "
+                                f"{self.executions} runs.", boundary)
+        names = ", ".join(f"{'+'.join(c.rules)} ({p:.3f})" for c, (_, p) in zip(culprits, found))
         return self._result("found", culprits, f"{len(found)} culprits (bad while turned on), with their "
                             f"posteriors: {names}; after {self.executions} runs.", boundary)
 
@@ -863,6 +887,9 @@ class Search:
         if top == 2 * n + 1:
             return self._result("not_fusion", [], f"The symptom is there with all candidate rules off "
                                 f"(p={p:.2f}): not caused by the switchable fusion rules.")
+        if top >= self._post.pair_base:
+            a, b = self._post.pair(top)
+            return self._noisy_found([((1 << a) | (1 << b), p)])
         i = top if top < n else top - n
         direction = "on" if top < n else "off"
         name = self.candidates[i]
@@ -874,6 +901,9 @@ class Search:
 
     def _hyp_name(self, h: int) -> str:
         n = self._n
+        if h >= self._post.pair_base:
+            a, b = self._post.pair(h)
+            return f"{self.candidates[a]} + {self.candidates[b]} (together)"
         if h < n:
             return self.candidates[h]
         if h < 2 * n:
