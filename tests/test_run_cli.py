@@ -615,3 +615,23 @@ def test_a_resume_cut_while_runs_were_judged_again_reaches_the_same_answer(capsy
         assert main([*argv, "--workdir", str(work), "--", sys.executable, str(job)]) == 0, cut
         again = json.loads(capsys.readouterr().out)
         assert [c["rules"] for c in again["culprits"]] == [["MatMulBiasAddFusionPass"]], (cut, again["message"])
+
+
+def test_a_workdir_moved_between_runs_resumes_with_its_dumps(capsys, tmp_path):
+    """The journal holds absolute trial paths: after the workdir is renamed, a --dumps resume compares with the
+    reference run's dumps where they are now (it used to judge every later run INVALID, 'no dumps')."""
+    import shutil
+
+    argv = ["-q", "run", "--json", "--dumps", "--rules", "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass"]
+    job = ["--", sys.executable, "-m", "fusebisect.sim", "train", "--dump-step", "0", "--steps", "2",
+           "--faulty", "GeluFusionPass"]
+    assert main([*argv, "--workdir", str(tmp_path / "a"), *job]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    lines = (tmp_path / "a" / "journal.jsonl").read_text().splitlines(keepends=True)
+    trials = [i for i, line in enumerate(lines) if json.loads(line).get("event") == "trial"]
+    shutil.move(tmp_path / "a", tmp_path / "b")
+    (tmp_path / "b" / "journal.jsonl").write_text("".join(lines[:trials[2] + 1]))   # cut after its third run
+    assert main([*argv, "--workdir", str(tmp_path / "b"), *job]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [c["rules"] for c in again["culprits"]] == [c["rules"] for c in whole["culprits"]] == [["GeluFusionPass"]]
+    assert all(t["outcome"] != "invalid" for t in again["trials"]), again["trials"]
