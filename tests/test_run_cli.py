@@ -635,3 +635,25 @@ def test_a_workdir_moved_between_runs_resumes_with_its_dumps(capsys, tmp_path):
     again = json.loads(capsys.readouterr().out)
     assert [c["rules"] for c in again["culprits"]] == [c["rules"] for c in whole["culprits"]] == [["GeluFusionPass"]]
     assert all(t["outcome"] != "invalid" for t in again["trials"]), again["trials"]
+
+
+def test_after_kill_9_while_a_job_was_starting_the_rerun_still_kills_it(tmp_path):
+    """fusebisect marks a trial before its job starts; killed before the job's group id was written, it leaves
+    the mark, and the rerun finds the job by its trial dir and kills it (it would hold the NPU)."""
+    work = tmp_path / "w"
+    trial = work / "trials" / "0003-0123456789ab"
+    trial.mkdir(parents=True)
+    trial.with_name(trial.name + ".pgid").write_text("starting\n")
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True,
+                           env={**os.environ, "FUSEBISECT_TRIAL_DIR": str(trial)})
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    try:
+        rerun = subprocess.run([sys.executable, "-m", "fusebisect", "run", "--rules", "GeluFusionPass",
+                                "--workdir", str(work), "--", "true"], capture_output=True, text=True, timeout=120)
+        assert "killed the execution an interrupted run left running in" in " ".join(rerun.stderr.split())
+        assert job.wait(timeout=10) == -signal.SIGKILL
+        assert bystander.poll() is None
+        assert not list(work.glob("trials/*.pgid"))
+    finally:
+        job.kill()
+        bystander.kill()

@@ -182,3 +182,28 @@ def test_substitute_replaces_each_placeholder_once_even_inside_a_substituted_pat
     paths = TrialPaths(trial_dir=Path("/w{dump_dir}/t"), switch_file=Path("/w{trial_dir}/s.cfg"))
     assert substitute(["--cfg={switch_file}", "{trial_dir}:{dump_dir}", "{other}"], paths) == [
         "--cfg=/w{trial_dir}/s.cfg", "/w{dump_dir}/t:/w{dump_dir}/t/dump", "{other}"]
+
+
+def test_the_group_file_marks_the_trial_before_its_job_starts(tmp_path, monkeypatch):
+    """A kill -9 between starting the job and learning its group id must still leave a mark for the rerun (it
+    finds the job by its trial dir); the mark is gone once the job has ended."""
+    import subprocess
+
+    from fusebisect.runner import trial as trial_module
+
+    group = tmp_path / "t.pgid"
+    seen = []
+    real = subprocess.Popen
+
+    def spy(*args, **kwargs):
+        seen.append(group.read_text() if group.exists() else None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trial_module.subprocess, "Popen", spy)
+    result = trial_module.run_process(["true"], env=dict(os.environ), stdout=tmp_path / "o", stderr=tmp_path / "e",
+                                      group_file=group)
+    assert result.exit_code == 0 and seen == ["starting\n"] and not group.exists()
+    with pytest.raises(UsageError):
+        trial_module.run_process([str(tmp_path / "missing")], env=dict(os.environ), stdout=tmp_path / "o",
+                                 stderr=tmp_path / "e", group_file=group)
+    assert not group.exists()

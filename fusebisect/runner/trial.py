@@ -209,7 +209,8 @@ def kill_leftovers(trial_dir: Path, *, grace: float = KILL_GRACE_SECONDS) -> lis
     """Kill what :func:`leftover_processes` finds for ``trial_dir`` (SIGTERM, SIGKILL after ``grace``), forget
     the group id, and return the pids that were alive."""
     found = leftover_processes(trial_dir)
-    if found is None:
+    if found is None:   # no group id known (killed while its job was starting): kill_detached finds the job
+        pgid_file(trial_dir).unlink(missing_ok=True)
         return []
     pgid, alive = found
 
@@ -263,11 +264,15 @@ def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
     if registry is not None and registry.stopping:
         return ExecResult(exit_code=None, seconds=0.0, interrupted=True)
     start = time.monotonic()
+    if group_file is not None:   # before the job starts: a kill -9 before its group id is known leaves this mark,
+        group_file.write_text("starting\n", encoding="ascii")   # and the rerun looks for the job by its trial dir
     with open(stdout, "ab") as out, open(stderr, "ab") as err:
         try:
             proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            if group_file is not None:
+                group_file.unlink(missing_ok=True)
             raise UsageError(f"cannot run command {argv[0]!r}: {exc.strerror or exc}") from exc
     if group_file is not None:
         group_file.write_text(f"{proc.pid}\n", encoding="ascii")   # start_new_session: the group id is the pid
