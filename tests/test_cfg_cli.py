@@ -356,3 +356,15 @@ def test_paths_that_look_like_console_markup_are_printed_as_they_are(capsys, tmp
     assert rc == 0 and f"{a} and {a} switch the same rules." in " ".join(out.split())
     rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b))
     assert rc == 1 and f"A: {a}" in out and f"B: {b}" in out
+
+
+def test_effective_of_a_rule_the_catalog_does_not_know_says_so(capsys, tmp_path):
+    """cfg effective --rule with a misspelt name: 'on' alone would read as the state of the rule meant (which
+    the file turns off); the row says the name is unknown and what was probably meant."""
+    f = tmp_path / "ln.cfg"
+    f.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}}}')
+    rc, out, _ = run(capsys, "cfg", "effective", str(f), "--rule", "LayerNormFusionpass", "--json")
+    [row] = json.loads(out)["rules"]
+    assert rc == 0 and row["effective"] == "on"
+    assert row["notes"] == ["'LayerNormFusionpass' is not in the catalog; did you mean 'LayerNormFusionPass', "
+                            "'LayerNormV4FusionPass', 'AddLayerNormFusionPass'?"]

@@ -177,6 +177,12 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
                 label = re.compile(rf"(Switch\.\w+\.)?{re.escape(p.rule)}: ")
                 notes.setdefault(p.rule, []).append(label.sub("", p.message, count=1) if label.match(p.message)
                                                     else p.message)
+        for name in rule or []:   # a --rule the catalog does not know: its state says nothing of the rule meant
+            if catalog.get(name) is None and name not in notes:
+                hints = catalog.suggest(name)
+                notes[name] = [f"{name!r} is not in the catalog" + (
+                    f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else
+                    " (fine for a custom or newer pass; check the spelling)")]
         rows = []
         for name in names:
             on, why = explain_state(name, config, catalog)
