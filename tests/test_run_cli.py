@@ -310,10 +310,16 @@ def test_report_never_writes_over_the_production_file_or_the_trials(capsys, tmp_
     kept = prod.read_text()
     capsys.readouterr()
     trial_log = next((work / "trials").iterdir()) / "stdout.log"
-    for flag, target in (("--html", prod), ("--markdown", trial_log)):
+    switch_file = next((work / "switch").iterdir())
+    switch_text = switch_file.read_text()
+    for flag, target in (("--html", prod), ("--markdown", trial_log), ("--html", switch_file)):
         assert main(["report", str(work), flag, str(target)]) == 2
         assert "that is" in capsys.readouterr().err
-    assert prod.read_text() == kept
+    assert prod.read_text() == kept and switch_file.read_text() == switch_text
+    assert main(["run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work), "-o",
+                 str(switch_file), "--", "bash", str(job)]) == 2
+    assert "inside the run's switch/ directory" in capsys.readouterr().err
+    assert switch_file.read_text() == switch_text
 
 
 def test_all_off_still_bad_from_a_compile_cache_is_no_verdict(capsys, tmp_path):

@@ -87,6 +87,10 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"{flag} {out}: that is the run's production switch file")
             if where.is_relative_to(trials):
                 raise UsageError(f"{flag} {out}: that is inside the run's trial directories, which hold its evidence")
+            for kept in ("switch", "repro"):
+                if where.is_relative_to((Path(workdir) / kept).resolve()):
+                    raise UsageError(f"{flag} {out}: that is inside the run's {kept}/ directory, whose files its "
+                                     "runs and repro commands use")
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))
         cfg = production_cfg_text(view)
         if html is not None:

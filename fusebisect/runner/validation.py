@@ -99,6 +99,10 @@ def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
     own = [home / n for n in (JOURNAL_NAME, "result.json", "report.html", "report.md")]
     if where in own or where.is_relative_to(home / "trials") or where.is_relative_to(home / "previous"):
         raise UsageError(f"--output {opts.output}: that is the run's own {where.name} in --workdir")
+    for kept in ("switch", "repro"):   # the runs' switch files, which the repro commands feed to the job
+        if where.is_relative_to(home / kept):
+            raise UsageError(f"--output {opts.output}: that is inside the run's {kept}/ directory in --workdir, "
+                             "whose files its runs and repro commands use")
     named = [("--rules", opts.rules)] + [("the command", a) for a in opts.command] + \
         [("--check", a) for a in (shlex.split(opts.check) if opts.check else [])]
     for what, arg in named:
