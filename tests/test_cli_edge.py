@@ -190,3 +190,36 @@ def test_a_run_and_its_reports_in_a_directory_whose_name_is_not_utf8(tmp_path, c
     assert "\\udcff" in (work / "again.html").read_text(encoding="utf-8")
     shown = subprocess.run([sys.executable, "-m", "fusebisect", "report", str(work)], capture_output=True, env=env)
     assert shown.returncode == 0 and bytes(prod.absolute()) in shown.stdout, shown.stderr
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_command_as_sigpipe_would(tmp_path):
+    """`fusebisect report W | head -1`: exit 141 (128 + SIGPIPE, as `yes | head` gives), not rich's 1, which
+    reads as 'no culprit' or 'problems found' under pipefail; and no traceback."""
+    code = ("import sys; from fusebisect.cli import common\n"
+            "for i in range(20000): common.out().print(f'line {i} ' + 'x' * 60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 141
+    assert b"Traceback" not in proc.stderr.read()
+
+
+def test_small_usage_errors_are_one_line_and_say_why(tmp_path, capsys):
+    """-q with -v contradicts itself; the simulator's bad values are one line (argparse prints its usage); a
+    --crash-when rule it does not simulate is refused as --faulty's is; dump convert into a dump file's own
+    directory says why that is refused."""
+    from fusebisect.compare.dumpfile import write_dump
+    from fusebisect.sim.cli import main as sim_main
+
+    assert main(["-q", "-v", "rules", "list"]) == 2
+    assert "--quiet and --verbose contradict each other" in capsys.readouterr().err
+    for argv, words in ((["train", "--steps", "abc"], "argument --steps: invalid int value: 'abc'"),
+                        (["train", "--crash-when", "Nope=off"], "--crash-when: 'Nope' is not a simulated rule")):
+        assert sim_main(argv) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, err
+    import numpy as np
+    dump = write_dump(tmp_path / "d" / "Add.add1.1.0.1700000000000001", op_name="add1",
+                      inputs=[np.ones(3, np.float32)], outputs=[np.ones(3, np.float32)])
+    assert main(["dump", "convert", str(dump), "--out", str(tmp_path / "d")]) == 2
+    assert "the .npy files would mix into its dumps" in capsys.readouterr().err

@@ -153,7 +153,7 @@ def test_cfg_and_convert_outputs_in_a_missing_directory_are_errors(tmp_path, cap
     assert rc == 2 and f"directory {tmp_path / 'no'} does not exist" in err
     # one dump file: its own directory is input data, and an empty --out is no directory
     rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path))
-    assert rc == 2 and "which is only read" in err and not list(tmp_path.glob("*.npy"))
+    assert rc == 2 and "would mix into its dumps" in err and not list(tmp_path.glob("*.npy"))
     rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", "")
     assert rc == 2 and "--out: empty path" in err
     assert not (tmp_path / "no").exists()

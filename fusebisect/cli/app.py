@@ -54,6 +54,8 @@ def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="More log lines on stderr (run, demo: each run's switch file, trial dir and command).")] = False,
 ) -> None:
     common.state.debug = debug or common.state.debug
+    if quiet and verbose:
+        raise typer.BadParameter("--quiet and --verbose contradict each other; give one", param_hint="'--quiet'")
     common.state.quiet = quiet
     common.state.verbose = verbose
 

@@ -182,7 +182,12 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--out: empty path")
         out = Path(out_text)
         check_output_file(out, "--out", directory=True)
-        # a single dump file's own directory is input data too
+        # a single dump file's own directory is input data too: .npy files there would mix into the dumps (and
+        # compare reads a directory holding .npy files as golden data)
+        if path.is_file() and out.exists() and out.resolve() == path.parent.resolve():
+            raise UsageError(f"--out {out_text}: that is the directory of {path}, a dump directory; the .npy files "
+                             "would mix into its dumps (and make compare read it as golden data): write them "
+                             "elsewhere")
         refuse_inside_inputs(out, "--out", [path.parent if path.is_file() else path], new_file_ok=False)
         files, bad = [], []
         if path.is_file():

@@ -110,10 +110,16 @@ def parse_steps(text: str, flag: str) -> list[int]:
     return sorted(set(out))
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        """A bad flag or value: one line (the usage is under --help), exit 2."""
+        self.exit(2, f"fusebisect.sim: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m fusebisect.sim train``."""
-    p = argparse.ArgumentParser(prog="python -m fusebisect.sim train", description=DESCRIPTION, epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="python -m fusebisect.sim train", description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, help="training steps (default 20)")
     p.add_argument("--faulty", metavar="R[,R|A+B]",
                    help="rules whose fused kernels are wrong; A+B: wrong only when both fire")

@@ -55,6 +55,9 @@ def _check_rules(opts: SimOptions) -> None:
         for rule in group:
             if rule not in RULES:
                 raise UsageError(f"--faulty: {rule!r} is not a simulated rule (simulated: {', '.join(RULES)})")
+    for rule, _state in opts.crash_when:
+        if rule not in RULES:
+            raise UsageError(f"--crash-when: {rule!r} is not a simulated rule (simulated: {', '.join(RULES)})")
 
 
 class _Fetcher:
