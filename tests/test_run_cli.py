@@ -663,3 +663,25 @@ def test_after_kill_9_while_a_job_was_starting_the_rerun_still_kills_it(tmp_path
     finally:
         job.kill()
         bystander.kill()
+
+
+def test_a_faulty_rule_whose_switch_the_job_ignores_is_no_not_reproduced(capsys, tmp_path):
+    """The job ignores LayerNormFusionPass's "off" (the faulty rule): it stays on in the reference too, so the
+    baseline matches it. Under a relative oracle that is no 'not reproduced': the rule could not be tested."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os, sys
+        cfg = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))
+        for section in cfg.get("Switch", {}).values():
+            section.pop("LayerNormFusionPass", None)     # this job never turns it off
+        path = os.path.join(os.environ["FUSEBISECT_TRIAL_DIR"], "used.cfg")
+        json.dump(cfg, open(path, "w"))
+        from fusebisect.sim.cli import main
+        sys.exit(main(["train", "--steps", "3", "--faulty", "LayerNormFusionPass", "--fusion-switch-file", path]))
+    '''))
+    assert main(["run", "--json", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                 sys.executable, str(job)]) == 1
+    j = json.loads(capsys.readouterr().out)
+    assert j["status"] == "inconclusive", j["message"]
+    assert "LayerNormFusionPass still fired with its switch off (the job ignores it), in the reference run too" \
+        in j["message"]

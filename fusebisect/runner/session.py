@@ -1325,6 +1325,14 @@ class Session:
             result = dataclasses.replace(result, status="inconclusive", message=unchecked)
         elif result is not None and result.status == "not_reproduced" and self._relative_only():
             result = dataclasses.replace(result, message=self._not_reproduced_message())
+            if stuck := self._switch_ignored():
+                # the reference kept them on too: "like the reference" says nothing about them
+                it = "it" if len(stuck) == 1 else "them"
+                result = dataclasses.replace(result, status="inconclusive", message=(
+                    f"{result.message} But {_short(stuck)} still fired with {'its' if len(stuck) == 1 else 'their'} "
+                    f"switch off (the job ignores it), in the reference run too, so no run could test {it}, and "
+                    f"{it} may be the cause. Make the job honour FUSEBISECT_SWITCH_FILE for {it} (a compile "
+                    f"cache?) and rerun."))
         elif result is not None and result.status == "not_fusion":
             result = self._not_fusion(result)
         elif result is not None and result.status == "inconclusive" and not result.culprits:
