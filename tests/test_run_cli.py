@@ -685,3 +685,24 @@ def test_a_faulty_rule_whose_switch_the_job_ignores_is_no_not_reproduced(capsys,
     assert j["status"] == "inconclusive", j["message"]
     assert "LayerNormFusionPass still fired with its switch off (the job ignores it), in the reference run too" \
         in j["message"]
+
+
+def test_a_burst_of_ctrl_c_during_parallel_runs_still_exits_130_with_its_message(tmp_path):
+    """Ctrl-C pressed several times in a row: the first one interrupts, the later ones must not cut the cleanup
+    short (the process used to die by SIGINT, exit -2, sometimes with no message or a shutdown traceback)."""
+    job = tmp_path / "job.py"
+    job.write_text("import time; time.sleep(300)\n")
+    work = tmp_path / "w"
+    proc = subprocess.Popen([sys.executable, "-m", "fusebisect", "run", "--jobs", "2", "--rules",
+                             "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass", "--workdir", str(work), "--",
+                             sys.executable, str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (work / "trials").is_dir() or len(list((work / "trials").glob("*.pgid"))) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1] if proc.poll() else ""
+        time.sleep(0.05)
+    for _ in range(5):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.003)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "fusebisect: interrupted after" in err and "Traceback" not in err and "Exception ignored" not in err

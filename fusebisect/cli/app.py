@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import signal
 import sys
+import threading
 import traceback
 from typing import Annotated, Optional
 
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         for stream, errors in ((sys.stdout, "surrogateescape"), (sys.stderr, "backslashreplace")):
             if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors=errors)
+    handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     try:
         rv = app(args=args, prog_name="fusebisect", standalone_mode=False)
     except FusebisectError as exc:
@@ -117,6 +120,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fusebisect: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
               file=sys.stderr)
         return 3
+    finally:
+        if argv is not None and threading.current_thread() is threading.main_thread():
+            # in-process callers get their handlers back (an interrupted run ignores further signals while it
+            # cleans up; the fusebisect process itself exits with them ignored)
+            for signum, handler in zip((signal.SIGINT, signal.SIGTERM), handlers):
+                if handler is not None:
+                    signal.signal(signum, handler)
     return rv if isinstance(rv, int) else 0
 
 

@@ -852,6 +852,11 @@ class Session:
             with sigterm_as_interrupt():
                 return self._run()
         except KeyboardInterrupt as exc:
+            if threading.current_thread() is threading.main_thread():
+                # a second Ctrl-C (or SIGTERM) must not cut the cleanup short: the jobs' groups are being killed
+                # and the worker threads end with them (the CLI restores the handlers for in-process callers)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
             self.registry.kill_all()
             terminated = isinstance(exc, Terminated)
             raise Interrupted(self._resume_hint("terminated (SIGTERM)" if terminated else "interrupted"),
