@@ -414,17 +414,3 @@ def test_inputs_of_an_nhwc_graph_convert_in_their_own_layout(tmp_path, capsys):
     first = json.loads(out)["inputs"][0]
     assert first["stats_of"] == "original"
     assert first["mean"] == pytest.approx(float(x.astype(np.float32).mean()), rel=1e-5)
-
-
-def test_a_layout_of_another_rank_is_refused_not_written_unchanged(tmp_path, capsys):
-    """--format NCDHW of a FRACTAL_NZ tensor whose original is 3-D: no 5-D layout fits, and the 3-D array is not
-    written under that name as if converted."""
-    x = np.arange(2 * 5 * 7, dtype=np.float32).reshape(2, 5, 7)
-    path = write_dump(tmp_path / "nz" / "MatMul.mm.1.0.100", op_name="mm", inputs=[],
-                      outputs=[TensorSpec(from_original(x, "FRACTAL_NZ"), format=29, original_shape=x.shape)])
-    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "NCDHW")
-    assert rc == 2 and "cannot convert a 3-D ND tensor to NCDHW (5-D)" in err
-    assert not list((tmp_path / "o").glob("*.npy")) if (tmp_path / "o").exists() else True
-    rc, out, _ = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "nd"), "--format", "ND",
-                      "--json")
-    assert rc == 0 and np.array_equal(np.load(json.loads(out)["files"][0]["path"]), x)

@@ -53,8 +53,6 @@ def convert_tensor(rec, fmt: str | None) -> np.ndarray:
         # tensor of an NCHW graph), so it is not reshaped to it (msaccucmp's convert does not either).
         layout = name
     if fmt != "ORIGINAL" and fmt != layout:
-        if fmt.isalpha() and fmt not in ("ND",) and len(fmt) != arr.ndim:   # a letter layout of another rank
-            raise DumpFormatError(f"cannot convert a {arr.ndim}-D {layout} tensor to {fmt} ({len(fmt)}-D)")
         arr = to_original(arr, layout, None, target=fmt)
     return arr
 
