@@ -189,7 +189,6 @@ def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
         row.nonfinite = 1
         row.note = (f"NaN/Inf in {'my tensor' if mine else 'the golden'} only (msaccucmp's mean/std cell; its CSV "
                     "does not count them)")
-        return mine, golden
     return mine, golden
 
 
