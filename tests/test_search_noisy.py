@@ -274,3 +274,28 @@ def test_the_noise_aware_mode_finds_an_interacting_pair_as_one_set():
         assert named in ([], [set(pair)]), (seed, named)
         outcomes.append(s.result.status)
     assert outcomes.count("found") >= 10, outcomes
+
+
+@pytest.mark.parametrize("sets", [[{"A"}, {"B"}], [{"A", "B"}], [{"A"}, {"B"}, {"C"}]])
+def test_the_noise_aware_mode_ends_when_every_candidate_is_named(sets):
+    """Every candidate a culprit (two singles, a pair of two, three singles), and the job still bad with all of
+    them off after its first run (it broke meanwhile): once all are named nothing is left to look among; the
+    search ends with them and says so (it used to fail building a posterior over no rules)."""
+    cands = sorted(set().union(*sets))
+    all_off = frozenset(cands)
+    seen = []
+
+    def target(off):
+        if off == all_off:
+            seen.append(off)
+            return Outcome.BAD if len(seen) >= 2 else Outcome.GOOD
+        return Outcome.BAD if any(not (x & off) for x in map(frozenset, sets)) else Outcome.GOOD
+
+    s = Search(cands, flaky=True)
+    drive(s, target)   # (it raised ZeroDivisionError)
+    assert len(seen) >= 2, "the scenario needs the all-off configuration run again"
+    # all off BAD from its second run on: "not fusion" is a fair reading too; a culprit named is a true one
+    assert s.result.status in ("found", "not_fusion"), s.result.message
+    assert all(set(c.rules) in map(set, sets) for c in s.result.culprits)
+    if s.result.status == "found" and len(s.result.culprits) == len(sets):
+        assert "every candidate is named: no other rule was left to look for" in s.result.notes

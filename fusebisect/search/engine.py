@@ -692,6 +692,9 @@ class Search:
         self._noisy_named = found               # (a budget stop reports them)
         found_mask = 0
         while True:
+            if found and found_mask == self._all:   # every candidate named: none left to look among
+                self._notes.append("every candidate is named: no other rule was left to look for")
+                return self._noisy_found(found)
             model, rest = self._level_model(found_mask)
             post = model.probabilities()
             top = int(post.argmax())
