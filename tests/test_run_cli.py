@@ -706,3 +706,25 @@ def test_a_burst_of_ctrl_c_during_parallel_runs_still_exits_130_with_its_message
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "fusebisect: interrupted after" in err and "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_an_outlier_reference_does_not_make_every_candidate_a_culprit(capsys, tmp_path):
+    """The first all-off run reads far off: against it every other run is BAD and every candidate would be named,
+    with a 'partial' switch file turning all of them off. Before that stands the reference runs again, the
+    two disagree, a third settles it, and the real culprit is found."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os
+        off = set()
+        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
+            off |= {k for k, v in sec.items() if v == "off"}
+        loss = 0.57 if "MatMulBiasAddFusionPass" in off else 0.47
+        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-"):
+            loss = 0.80   # the first (reference) run is an outlier
+        print(f"loss {loss}")
+    '''))
+    rules = "MatMulBiasAddFusionPass,GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MulAddFusionPass"
+    assert main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", rules, "--no-graph-dump",
+                 "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]

@@ -509,12 +509,21 @@ class Session:
 
     def _recheck_reference(self, result) -> bool:
         """Before ``not_reproduced`` under a relative metric oracle, which rests on the one reference run as much
-        as on the baseline: run the reference again (once per journal), and settle it if the two disagree.
-        Returns True when that moved the reference (the engine is then to be rebuilt from the new verdicts)."""
+        as on the baseline, and before naming every candidate a culprit (every other configuration BAD: what a
+        reference run that read an outlier makes of any job): run the reference again (once per journal), and
+        settle it if the two disagree. Returns True when that moved the reference (the engine is then to be
+        rebuilt from the new verdicts)."""
         runs = self._reference_runs()
-        if result is None or result.status != "not_reproduced" or not runs or len(runs) != 1 or self.budget_spent:
+        if result is None or not runs or len(runs) != 1 or self.budget_spent:
             return False
-        self.progress.log("the baseline matches the reference: the reference runs once more before that stands")
+        named = {r for c in result.culprits for r in c.rules}
+        if result.status == "not_reproduced":
+            self.progress.log("the baseline matches the reference: the reference runs once more before that stands")
+        elif len(self.candidates) >= 3 and named >= set(self.candidates):   # (two culprits of two: plausible)
+            self.progress.log("every candidate was named a culprit, as a reference run that read an outlier would "
+                              "make it: the reference runs once more before that stands")
+        else:
+            return False
         self.run_one(self.all_off, "repeat")
         self._settle_reference(flaky=False)
         return self._rebuild
