@@ -591,23 +591,31 @@ def test_a_relative_oracle_warns_that_the_reference_may_be_the_broken_run(capsys
     assert not any("were that run the broken one" in n for n in doc["notes"])
 
 
+OUTLIER_RULES = "MatMulBiasAddFusionPass,GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MulAddFusionPass"
+
+
+def _outlier_job(tmp_path, first_loss: float):
+    """A job bad (loss 0.47, good 0.57) while MatMulBiasAddFusionPass is on, whose run 1 prints ``first_loss``."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent(f'''
+        import json, os
+        off = set()
+        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
+            off |= {{k for k, v in sec.items() if v == "off"}}
+        loss = 0.57 if "MatMulBiasAddFusionPass" in off else 0.47
+        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-"):
+            loss = {first_loss}
+        print(f"loss {{loss}}")
+    '''))
+    return job
+
+
 def test_a_resume_cut_while_runs_were_judged_again_reaches_the_same_answer(capsys, tmp_path):
     """The first reference run is an outlier; once three all-off runs exist their middle one is the reference and
     every run is judged again, one verdict line each. A journal cut between those lines (a kill, a Ctrl-C) must
     resume to the uninterrupted answer, not to verdicts half against the old reference."""
-    job = tmp_path / "job.py"
-    job.write_text(textwrap.dedent('''
-        import json, os
-        off = set()
-        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
-            off |= {k for k, v in sec.items() if v == "off"}
-        loss = 0.57 if "MatMulBiasAddFusionPass" in off else 0.47
-        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-"):
-            loss = 0.47   # the first reference run reads like a bad one
-        print(f"loss {loss}")
-    '''))
-    rules = "MatMulBiasAddFusionPass,GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MulAddFusionPass"
-    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", rules, "--no-graph-dump"]
+    job = _outlier_job(tmp_path, 0.47)   # the first reference run reads like a bad one
+    argv = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", OUTLIER_RULES, "--no-graph-dump"]
     assert main([*argv, "--workdir", str(tmp_path / "a"), "--", sys.executable, str(job)]) == 0
     whole = json.loads(capsys.readouterr().out)
     assert [c["rules"] for c in whole["culprits"]] == [["MatMulBiasAddFusionPass"]]
@@ -712,19 +720,8 @@ def test_an_outlier_reference_does_not_make_every_candidate_a_culprit(capsys, tm
     """The first all-off run reads far off: against it every other run is BAD and every candidate would be named,
     with a 'partial' switch file turning all of them off. Before that stands the reference runs again, the
     two disagree, a third settles it, and the real culprit is found."""
-    job = tmp_path / "job.py"
-    job.write_text(textwrap.dedent('''
-        import json, os
-        off = set()
-        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
-            off |= {k for k, v in sec.items() if v == "off"}
-        loss = 0.57 if "MatMulBiasAddFusionPass" in off else 0.47
-        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-"):
-            loss = 0.80   # the first (reference) run is an outlier
-        print(f"loss {loss}")
-    '''))
-    rules = "MatMulBiasAddFusionPass,GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MulAddFusionPass"
-    assert main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", rules, "--no-graph-dump",
+    job = _outlier_job(tmp_path, 0.80)   # the first (reference) run is an outlier
+    assert main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", OUTLIER_RULES, "--no-graph-dump",
                  "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)]) == 0
     j = json.loads(capsys.readouterr().out)
     assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
