@@ -617,3 +617,22 @@ def test_timestamp_directories_of_other_devices_are_the_ranks_of_one_run(tmp_pat
     doc = json.loads(capsys.readouterr().out)
     assert [o["op_name"] for o in doc["overflows"]] == ["mul_rank0", "mul_rank1"]
     assert any("each of other devices: read as the ranks of one run" in n for n in doc["notes"])
+
+
+def test_an_input_that_cannot_be_decoded_is_shown_whole_and_never_called_clean(tmp_path, capsys, monkeypatch):
+    """An E8M0 scale input next to an overflowing float16 output: in 80 columns its row says it was not read and
+    its reason stands on a line of its own (in a cell it squeezed every column to '…'); the diagnosis names the
+    input once and does not call the inputs clean."""
+    leaf = leaf_dir(tmp_path, 0)
+    write_dump(leaf / f"Mul.mul1.3.0.{T0 + 1}", op_name="mul1", encoding="binary",
+               inputs=[TensorSpec(np.array([1, 2, 3, 4], np.uint8), dtype=36)],   # DT_FLOAT8_E8M0
+               outputs=[TensorSpec(np.full((2, 2), np.inf, np.float16))])
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["overflow", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "output 0" in out and "input 0" in out and "not read" in out and "…" not in out
+    assert "input 0: unsupported data type float8_e8m0 (36)" in out
+    text = " ".join(line.strip(" │") for line in out.splitlines())
+    assert "Input 0 could not be inspected (unsupported data type float8_e8m0 (36)), so a problem" in text
+    assert "Inputs are clean" not in text

@@ -88,16 +88,21 @@ def _render(report) -> None:
             for col in ("tensor", "shape", "dtype", "min", "max", "mean"):
                 table.add_column(col, justify="left" if col in ("tensor", "dtype") else "right", no_wrap=True)
             table.add_column("NaN/+Inf/ -Inf/65504", justify="right")  # header may wrap, values stay whole
+            errors = []
             for st in ov.inputs + ov.outputs:
-                if st.error:
-                    table.add_row(f"{st.kind} {st.index}", str(list(st.shape)), st.dtype, st.error, "", "", "",
-                                  style="yellow")
+                if st.error:   # its reason under the table: in a cell it squeezed every column
+                    table.add_row(f"{st.kind} {st.index}", "x".join(map(str, st.shape)) or "scalar", st.dtype, "-",
+                                  "-", "-", "not read", style="yellow")
+                    errors.append(st.error if st.error.startswith(f"{st.kind} {st.index}")
+                                  else f"{st.kind} {st.index}: {st.error}")
                     continue
                 table.add_row(f"{st.kind} {st.index}", "x".join(map(str, st.shape)) or "scalar", st.dtype,
                               fmt_number(st.min, 5), fmt_number(st.max, 5), fmt_number(st.mean, 5),
                               f"{st.nan}/{st.pos_inf}/{st.neg_inf}/{st.saturated}",
                               style="red" if st.abnormal else None)
             body.add_row(table)
+            for error in errors:
+                body.add_row(Text(error, style="yellow"))
         if ov.dump_file:
             body.add_row(Text(f"dump: {_rel(ov.dump_file, report.dump_dir)}", style="dim", overflow="fold"))
         body.add_row(Text(f"=> {ov.diagnosis}", style="bold cyan"))

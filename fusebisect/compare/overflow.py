@@ -380,9 +380,10 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
         what = op_type or "this op"
         # an input that could not be decoded is not known to be clean: the problem may start upstream
         unknown_in = [s for s in inputs if s.error]
+        why = unknown_in[0].error.removeprefix(f"input {unknown_in[0].index}: ") if unknown_in else ""
         clean = ("Inputs are clean but" if not unknown_in else
-                 f"Input {unknown_in[0].index} could not be inspected ({unknown_in[0].error}), so a problem "
-                 f"starting upstream is not ruled out; and")
+                 f"Input {unknown_in[0].index} could not be inspected ({why}), so a problem starting upstream is "
+                 f"not ruled out; and")
         if bad_in:
             first = bad_in[0]
             parts.append(f"Input already abnormal (input {first.index}: {first.problem_text()}): the problem starts "
@@ -402,7 +403,7 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
             parts.append("The matched op dump holds no tensors to inspect.")
         elif unknown_in:
             parts.append(f"No NaN/Inf/65504 in the outputs, but input {unknown_in[0].index} could not be inspected "
-                         f"({unknown_in[0].error}): the problem may start upstream, or in an intermediate step.")
+                         f"({why}): the problem may start upstream, or in an intermediate step.")
         else:
             parts.append("No NaN/Inf/65504 in inputs or outputs: the overflow happened in an intermediate step "
                          "(e.g. a sum before an average); check the op's formula.")
