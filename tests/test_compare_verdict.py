@@ -152,6 +152,33 @@ def test_two_runs_of_one_configuration_match_under_a_tight_max_abs_error(tmp_pat
     assert verdict.outcome == BAD and "dumps diverge at" in verdict.reason
 
 
+def test_a_fused_op_that_keeps_its_name_and_type_goes_through_its_original_ops(tmp_path):
+    """MatMul + BiasAdd fused into a MatMul of the same name and type: compared one to one with the unfused
+    MatMul (which lacks the bias) it would diverge in a job with no fault; its pass name sends it through its
+    original ops."""
+    import os
+    import subprocess
+    import sys
+
+    from fusebisect.rules.catalog import default_catalog
+    from fusebisect.rules.switchfile import all_off_config, write_switch_file
+
+    off = write_switch_file(tmp_path / "off.cfg", all_off_config(default_catalog()))
+    roots = {}
+    for name, extra in (("fused", []), ("unfused", ["--fusion-switch-file", str(off)])):
+        root = roots[name] = tmp_path / name
+        root.mkdir()
+        env = {**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3", "DUMP_GRAPH_PATH": "graph",
+               "ASCEND_WORK_PATH": str(root)}
+        subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--dump-path", "dump", "--dump-step", "0",
+                        *extra], cwd=root, env=env, check=True, capture_output=True)
+    for graph in (roots["unfused"] / "graph").rglob("*.txt"):   # the unfused MatMul typed like the fused one
+        graph.write_text(graph.read_text().replace('type: "MatMul"\n', 'type: "MatMulV2"\n'))
+    report = compare_dumps(roots["fused"] / "dump", roots["unfused"] / "dump", my_graph=roots["fused"] / "graph",
+                           golden_graph=roots["unfused"] / "graph", same_ops_directly=True)
+    assert report.first_divergence is None, report.first_divergence
+
+
 def test_a_reference_without_dumps_is_named_as_the_missing_side(tmp_path):
     judge = Judge(dumps=DumpsSpec())
     ok = Measurement(exit_code=0, seconds=1.0)

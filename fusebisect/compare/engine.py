@@ -158,8 +158,8 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     A row diverges when cosine < ``cosine`` or max abs error > ``max_abs_error``. ``jobs``: worker processes
     over ops; ``None`` (or 0) picks :func:`auto_jobs` for the number of ops. ``leaf``: which iteration of a
     dump holding several is compared, 'latest' or 'earliest' (see ``tree.one_leaf``). ``same_ops_directly``
-    (fused vs unfused only; not msaccucmp's way): an op both graphs hold, same name and type (one no fusion
-    touched), is compared one to one with its namesake, inputs with inputs and outputs with outputs, rather than
+    (fused vs unfused only; not msaccucmp's way): an op both graphs hold, same name, type and fusion (the same
+    pass names, or none), is compared one to one with its namesake, inputs with inputs and outputs with outputs, rather than
     through its original ops; msaccucmp compares a Cast's fp16 output with the fp32 tensor before the Cast,
     whose rounding error is no divergence between two runs (the run oracle's case). Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
@@ -219,7 +219,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
             mode = "fused_vs_unfused"
             close = mp.build_rule(golden_g) if golden_g is not None else _identity_rule(rule)
             if same_ops_directly and golden_g is not None:
-                ctx.golden_types = {o.name: o.type for o in close.op_list}
+                ctx.golden_types = {o.name: (o.type, tuple(o.pass_names), o.ub_pass_name) for o in close.op_list}
             rule = mp.merge_close(rule, close)
         ctx.rule = rule
         tasks = _tasks_graph(ctx)
@@ -384,7 +384,7 @@ class _Context:
     my_address: bool = True
     golden_address: bool = True
     pending: "_Pending | None" = None
-    golden_types: dict = field(default_factory=dict)   # golden graph op -> type: compare those ops one to one
+    golden_types: dict = field(default_factory=dict)   # golden op -> (type, pass names, UB pass): one to one
 
 
 class _Pending:
@@ -974,7 +974,10 @@ def _graph_op(ctx: _Context, op: mp.RuleOp, texts, *, missing_ok: bool) -> list[
     if entry is None:
         ctx.unmatched.append({"op": op.name, "side": "my", "reason": "no dump file for this graph op"})
         return [] if missing_ok else [_missing_my_row(ctx, op, texts)]
-    golden_entry = ctx.golden.newest(op.name) if ctx.golden_types.get(op.name) == op.type else None
+    # one to one only where the golden op is the same op: same name, type and fusion (a fusion can keep its
+    # principal op's name and type: MatMul with BiasAdd folded in stays a MatMul, and its pass name says so)
+    same = ctx.golden_types.get(op.name) == (op.type, tuple(op.pass_names), op.ub_pass_name)
+    golden_entry = ctx.golden.newest(op.name) if same else None
     key = mp.lookup_name(op.name)
     if golden_entry is not None and key not in ctx.my.threads and key not in ctx.golden.threads:
         # the same op in both runs (compare_dumps' same_ops_directly): compared one to one
