@@ -636,16 +636,19 @@ def test_a_workdir_moved_between_runs_resumes_with_its_dumps(capsys, tmp_path):
     reference run's dumps where they are now (it used to judge every later run INVALID, 'no dumps')."""
     import shutil
 
-    argv = ["-q", "run", "--json", "--dumps", "--rules", "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass"]
+    argv = ["-q", "run", "--json", "--dumps", "--rules", "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass,"
+            "SoftmaxFusionPass,MulSquareFusionPass,TbeEltwiseFusionPass"]
     job = ["--", sys.executable, "-m", "fusebisect.sim", "train", "--dump-step", "0", "--steps", "2",
            "--faulty", "GeluFusionPass"]
     assert main([*argv, "--workdir", str(tmp_path / "a"), *job]) == 0
     whole = json.loads(capsys.readouterr().out)
-    lines = (tmp_path / "a" / "journal.jsonl").read_text().splitlines(keepends=True)
-    trials = [i for i, line in enumerate(lines) if json.loads(line).get("event") == "trial"]
-    shutil.move(tmp_path / "a", tmp_path / "b")
-    (tmp_path / "b" / "journal.jsonl").write_text("".join(lines[:trials[2] + 1]))   # cut after its third run
-    assert main([*argv, "--workdir", str(tmp_path / "b"), *job]) == 0
+    start = (tmp_path / "a" / "journal.jsonl").read_text().splitlines(keepends=True)[0]
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "journal.jsonl").write_text(start)   # a journal begun under a, cut before its first run
+    assert main([*argv, "--max-runs", "2", "--workdir", str(tmp_path / "b"), *job]) == 1   # the gates, in b
+    capsys.readouterr()
+    shutil.move(tmp_path / "b", tmp_path / "c")   # moved again: runs journaled under b, the journal begun under a
+    assert main([*argv, "--workdir", str(tmp_path / "c"), *job]) == 0
     again = json.loads(capsys.readouterr().out)
     assert [c["rules"] for c in again["culprits"]] == [c["rules"] for c in whole["culprits"]] == [["GeluFusionPass"]]
     assert all(t["outcome"] != "invalid" for t in again["trials"]), again["trials"]

@@ -944,9 +944,7 @@ class Session:
                 self.dumps_event = ev
             elif kind == "exclude":
                 self.exclude(list(ev.get("rules") or []), ev.get("reason") or "", journal=False)
-        moved = start.get("workdir")
-        if moved and Path(moved) != self.workdir:
-            self._rebase(Path(moved))
+        self._rebase()
         settled = {int(ev.get("index") or 0) for ev in records[1:] if ev.get("event") == "verdict"}
         by_index = {rec.index: rec for rec in self.records}
         for ev in records[1:]:   # verdicts given after the fact, the latest last (a reference that changed)
@@ -960,20 +958,24 @@ class Session:
             self._judge_all_again()
         return start
 
-    def _rebase(self, old: Path) -> None:
-        """The workdir was moved or renamed since the journal began at ``old``: its runs' trial dirs and switch
-        files (journaled as absolute paths) are read under the workdir as it is now."""
-        def under(path: Path | None) -> Path | None:
-            if path is None:
-                return None
-            try:
-                return self.workdir / path.relative_to(old)
-            except ValueError:   # a path outside the old workdir (none is journaled so) stays as it is
+    def _rebase(self) -> None:
+        """The workdir was moved or renamed (once or more) since runs were journaled: their trial dirs and switch
+        files (journaled as absolute paths, WORKDIR/trials/NAME and WORKDIR/switch/NAME) are read under the
+        workdir as it is now."""
+        def here(path: Path | None, kind: str) -> Path | None:
+            if path is None or path.parent.name != kind or path.parent.parent == self.workdir:
                 return path
+            return self.workdir / kind / path.name
+        moved = []
         for rec in self.records:
-            rec.paths = TrialPaths(trial_dir=under(rec.paths.trial_dir), switch_file=under(rec.paths.switch_file))
-        self.progress.log(f"the workdir was {_esc(old)} when this journal began: its runs are read under "
-                          f"{_esc(self.workdir)}")
+            paths = TrialPaths(trial_dir=here(rec.paths.trial_dir, "trials"),
+                               switch_file=here(rec.paths.switch_file, "switch"))
+            if paths != rec.paths:
+                moved.append(rec.paths.trial_dir.parent.parent)
+                rec.paths = paths
+        if moved:
+            self.progress.log(f"the workdir was {_esc(', '.join(map(str, dict.fromkeys(moved))))} when runs were "
+                              f"journaled: they are read under {_esc(self.workdir)}")
 
     def _settle_pending(self, journaled: set[int] = frozenset()) -> None:
         """Judge the runs that waited for the reference, and journal each verdict that settles (``verdict``
