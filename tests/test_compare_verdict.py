@@ -507,11 +507,13 @@ def test_the_msaccucmp_engine_judges_its_nan_cells(tmp_path, capsys, msaccucmp):
 
 
 @pytest.mark.msaccucmp
-@pytest.mark.parametrize("mine, diverges", [(2.0, True), (np.nan, True), (1.2501, False)])
-def test_the_msaccucmp_engine_judges_a_scalar_as_the_native_one(tmp_path, capsys, msaccucmp, mine, diverges):
-    """msaccucmp's cosine of a scalar (a loss) is always 1: its relative error (MaxRelativeError) and a NaN in
-    its mean/std cell decide, as with the native engine."""
-    for side, value in (("my", mine), ("gold", 1.25)):
+@pytest.mark.parametrize("mine, golden, diverges", [(2.0, 1.25, True), (np.nan, 1.25, True), (1.2501, 1.25, False),
+                                                   (1.0, 0.0, True), (0.0, 0.0, False)])
+def test_the_msaccucmp_engine_judges_a_scalar_as_the_native_one(tmp_path, capsys, msaccucmp, mine, golden, diverges):
+    """msaccucmp's cosine of a scalar (a loss, an overflow flag) is always 1: its error relative to the golden
+    (which msaccucmp's MaxRelativeError writes as 0 for a golden of 0) and a NaN in its mean/std cell decide, as
+    with the native engine."""
+    for side, value in (("my", mine), ("gold", golden)):
         write_dump(tmp_path / side / f"ReduceMeanD.loss.1.0.{TS}", op_name="loss", inputs=[], encoding="nano",
                    outputs=[np.array([value], np.float32)])
     verdicts = []

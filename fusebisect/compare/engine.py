@@ -437,7 +437,7 @@ class _Pending:
             _judge_values(row, x, y)
 
 
-_SCALAR_FLOOR = 1e-5
+SCALAR_FLOOR = 1e-5
 
 
 def _scalar(v: np.ndarray) -> complex | None:
@@ -468,7 +468,7 @@ def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
         a, b = _scalar(x), _scalar(y)
         if a is not None and b is not None and math.isfinite(abs(a)) and math.isfinite(abs(b)):
             # relative to the golden, but not below 1e-5: a scalar near zero (a centred mean) differs by rounding
-            row.scalar_relative_error = abs(a - b) / max(abs(b), _SCALAR_FLOOR)
+            row.scalar_relative_error = abs(a - b) / max(abs(b), SCALAR_FLOOR)
             if row.scalar_relative_error:
                 row.note = row.note or f"a scalar: relative error {row.scalar_relative_error:.6g}"
 

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from fusebisect.compare import mapping as mp
-from fusebisect.compare.engine import CompareReport, CompareRow, first_divergence
+from fusebisect.compare.engine import SCALAR_FLOOR, CompareReport, CompareRow, first_divergence
 from fusebisect.compare.metrics import ALGORITHMS, NAN_TEXT, Value, nan_value
 from fusebisect.compare.pbtext import decode_text
 from fusebisect.errors import FusebisectError, UsageError
@@ -150,9 +150,7 @@ def _judge_nan_cells(row: CompareRow) -> None:
 
     NaN/Inf on both sides cannot be judged from the cells: the note says so."""
     if "This tensor is scalar" in row.fail_reason:
-        rel = row.metrics.get("MaxRelativeError")
-        if isinstance(rel, float) and math.isfinite(rel):
-            row.scalar_relative_error = rel
+        row.scalar_relative_error = _scalar_relative_error(row)
     cos = row.cosine
     if cos is None or not math.isnan(cos):
         _one_side_nonfinite(row)   # a finite cosine despite NaN/Inf on one side: a scalar NaN loss
@@ -171,6 +169,22 @@ def _judge_nan_cells(row: CompareRow) -> None:
     elif sides == (True, True):
         row.note = ("NaN/Inf on both sides: msaccucmp's metrics are NaN whatever the other elements hold (the "
                     "native engine compares those)")
+
+
+def _scalar_relative_error(row: CompareRow) -> float | None:
+    """|mine - golden| / max(|golden|, 1e-5) of a one-element row, as the native engine computes it: from the
+    MaxAbsoluteError cell and the golden's mean in the StandardDeviation cell (msaccucmp's MaxRelativeError
+    is 0 when the golden is 0); else its MaxRelativeError cell; None when neither is there."""
+    mae = row.metrics.get("MaxAbsoluteError")
+    cell = _STD_CELL.fullmatch(str(row.metrics.get("StandardDeviation", "")).strip())
+    try:
+        golden = float(cell.group(3)) if cell else math.nan
+    except ValueError:
+        golden = math.nan
+    if isinstance(mae, float) and math.isfinite(mae) and math.isfinite(golden):
+        return mae / max(abs(golden), SCALAR_FLOOR)
+    rel = row.metrics.get("MaxRelativeError")
+    return rel if isinstance(rel, float) and math.isfinite(rel) else None
 
 
 def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
