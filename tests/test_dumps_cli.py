@@ -414,3 +414,15 @@ def test_inputs_of_an_nhwc_graph_convert_in_their_own_layout(tmp_path, capsys):
     first = json.loads(out)["inputs"][0]
     assert first["stats_of"] == "original"
     assert first["mean"] == pytest.approx(float(x.astype(np.float32).mean()), rel=1e-5)
+
+
+def test_an_input_whose_original_fits_several_layouts_is_skipped_with_the_reason(tmp_path, capsys):
+    """An HWCN weight (3,3,3,16) as FRACTAL_Z: read as NHWC it fits the device shape too, with other data. The
+    dump names no layout for an input, so no guess is written as if converted: the tensor is skipped, saying
+    why."""
+    w = np.random.default_rng(1).standard_normal((3, 3, 3, 16)).astype(np.float16)   # HWCN
+    path = write_dump(tmp_path / "d" / "Conv2D.conv1.3.0.1700000000000001", op_name="conv1", outputs=[],
+                      inputs=[TensorSpec(from_original(w, "FRACTAL_Z", source="HWCN"), format=4,
+                                         original_shape=w.shape)])
+    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "NHWC")
+    assert rc == 2 and "read as NHWC or HWCN, not as NCHW: the dump names no layout for it" in " ".join(err.split())

@@ -80,26 +80,39 @@ def record_to_original(record, array: np.ndarray, *, prefer: str | None = None) 
     """``array`` (record ``record``'s tensor as stored, a format :data:`DEFAULT_TARGET` converts) with its device
     padding removed, and the layout it is in.
 
-    The original shape is read in the layout the dump names for it (:func:`origin_target`). A dump names none
-    for inputs (the OpInput message has no origin format), and a TensorFlow graph's inputs are NHWC (weights
-    HWCN): then ``prefer`` (a layout asked for, as msaccucmp's ``convert -f`` reads the original shape in it),
-    the format's default layout, and its other layouts of the original shape's rank are tried in that order,
-    and the first the device shape fits is used. Raises the default layout's DumpFormatError when none fits.
+    The original shape is read in the layout the dump names for it (:func:`origin_target`), else in the format's
+    default layout. A dump names none for inputs (the OpInput message has no origin format), and a TensorFlow
+    graph's inputs are NHWC (weights HWCN): when the default layout does not fit the device shape, the format's
+    other layouts of the original shape's rank are tried (``prefer``, a layout asked for, first), and the one
+    that fits is used. Raises DumpFormatError when none fits, or when several do (which one the original is,
+    the dump does not say: a guess would write wrong data as if converted).
     """
     name = record.format_name
     named = origin_target(record)
     orig = record.original_shape
+    default = DEFAULT_TARGET.get(name, "ND")
     if named is not None or not orig or name not in TARGETS:
-        layout = named or DEFAULT_TARGET.get(name, "ND")   # (a format without conversion: to_original says so)
+        layout = named or default   # (a format without conversion: to_original says so)
         return to_original(array, record.format, orig, target=layout, sub_format=record.sub_format), layout
-    tries = [prefer] if prefer in TARGETS[name] and len(prefer) == len(orig) else []
-    tries += [DEFAULT_TARGET[name]] + [t for t in TARGETS[name] if len(t) == len(orig)]
-    first: DumpFormatError | None = None
-    for layout in dict.fromkeys(tries):
+    try:
+        return to_original(array, record.format, orig, target=default, sub_format=record.sub_format), default
+    except DumpFormatError as exc:
+        first = exc
+    others = [t for t in TARGETS[name] if len(t) == len(orig) and t != default]
+    others.sort(key=lambda t: t != prefer)
+    fits = []
+    for layout in others:
         try:
-            return to_original(array, record.format, orig, target=layout, sub_format=record.sub_format), layout
-        except DumpFormatError as exc:
-            first = first or exc
+            fits.append((to_original(array, record.format, orig, target=layout, sub_format=record.sub_format),
+                         layout))
+        except DumpFormatError:
+            continue
+    if len(fits) == 1:
+        return fits[0]
+    if fits:
+        raise DumpFormatError(f"{name} shape {list(array.shape)} fits original {list(orig)} read as "
+                              f"{' or '.join(layout for _, layout in fits)}, not as {default}: the dump names no "
+                              "layout for it (an input), so which one is not known")
     raise first
 
 
