@@ -728,3 +728,58 @@ def test_an_outlier_reference_does_not_make_every_candidate_a_culprit(capsys, tm
                  "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)]) == 0
     j = json.loads(capsys.readouterr().out)
     assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
+
+
+def _noisy_job(tmp_path):
+    """A job bad while a culprit set of JOB_CULPRITS is on, each verdict flipped with probability JOB_P (a
+    pseudo-random draw of JOB_SEED and the trial dir: the same every time); JOB_DEP "B:A" writes a
+    fusion_result.json where B fires only while A is on."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import hashlib, json, os, random
+        d = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))
+        off = {k for m in d.get("Switch", {}).values() for k, v in m.items() if v == "off"}
+        bad = any(all(r not in off for r in s.split("+")) for s in os.environ["JOB_CULPRITS"].split(","))
+        if os.environ.get("JOB_DEP"):
+            b, a = os.environ["JOB_DEP"].split(":")
+            fired = [r for r in os.environ["JOB_CANDS"].split(",") if r not in off and not (r == b and a in off)]
+            json.dump({"s_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in fired}}},
+                      open(os.path.join(os.environ["ASCEND_WORK_PATH"], "fusion_result.json"), "w"))
+        trial = os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"])
+        rng = random.Random(hashlib.sha256(f"{os.environ['JOB_SEED']}:{trial}".encode()).hexdigest())
+        print(f"loss {2.0 if bad != (rng.random() < float(os.environ['JOB_P'])) else 1.0}")
+    '''))
+    return job
+
+
+NOISY_RULES = ("TransposeSigmoidMulAddPowConcatFusionPass,RequantFusionPass,AGluFusionPass,"
+               "AllGatherMatmulToV2FusionPass,RemapFusionPass,RotaryMulGrad2RotaryPositionEmbeddingGradFusionPass,"
+               "ArgMaxGradFusionPass,BatchMatMulReduceMeanFusionPass,Conv3DQuantProcessFusionPass,"
+               "A_KerasMomentumLossscaleFusionPass,KeepRatioResizeBilinearFusion,ReduceMeanDTransnodeFusionPass")
+
+
+def test_noisy_searches_keep_their_contracts(capsys, tmp_path, monkeypatch):
+    """Noise-aware searches: (1) a final check run that is BAD makes the answer inconclusive, however many
+    earlier runs of that configuration were GOOD; (2) a budget that stops the search after a culprit says so and
+    how to go on; (3) a search that switched to the noise-aware mode itself turns off the whole set, as a
+    declared --flaky one does (no single noisy run narrows the production file)."""
+    job = _noisy_job(tmp_path)
+    base = ["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--expect", "1"]
+
+    def run(name, *argv, **env):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        main([*base, *argv, "--workdir", str(tmp_path / name), "--", sys.executable, str(job)])
+        return json.loads(capsys.readouterr().out)
+
+    j = run("w1", "--flaky", "--rules", "RequantFusionPass", JOB_SEED="1", JOB_P="0.15",
+            JOB_CULPRITS="RequantFusionPass")
+    assert j["verify"]["outcome"] == "bad" and j["status"] == "inconclusive", j["message"]
+    j = run("w2", "--flaky", "--rules", NOISY_RULES, "--max-runs", "18", JOB_SEED="12", JOB_P="0.05",
+            JOB_CULPRITS="RequantFusionPass,RemapFusionPass")
+    assert j["status"] == "inconclusive" and "The budget (--max-runs 18) stopped the search" in j["message"]
+    j = run("w3", "--rules", NOISY_RULES, JOB_SEED="4", JOB_P="0.1", JOB_CULPRITS="RequantFusionPass+RemapFusionPass",
+            JOB_DEP="RemapFusionPass:RequantFusionPass", JOB_CANDS=NOISY_RULES)
+    assert any("switched to the noise-aware mode" in n for n in j["notes"]), j["notes"]
+    assert json.loads((tmp_path / "w3" / "fusion_switch.cfg").read_text())["Switch"]["GraphFusion"] == {
+        "RemapFusionPass": "off", "RequantFusionPass": "off"}

@@ -299,3 +299,16 @@ def test_the_noise_aware_mode_ends_when_every_candidate_is_named(sets):
     assert all(set(c.rules) in map(set, sets) for c in s.result.culprits)
     if s.result.status == "found" and len(s.result.culprits) == len(sets):
         assert "every candidate is named: no other rule was left to look for" in s.result.notes
+
+
+def test_the_noise_aware_mode_counts_rules_left_not_hypotheses():
+    """With pairs among its hypotheses, 'candidates left' counts rules (never more than the candidates)."""
+    cands = names(10)
+    s = Search(cands, flaky=True)
+    target = SimTarget(cands, [frozenset({cands[2], cands[7]})], flip=0.1, seed=3)
+    lefts = []
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, target(off))
+        lefts.append(s.progress()["candidates_left"])
+    assert max(lefts) <= len(cands) and min(lefts) >= 0

@@ -1444,6 +1444,9 @@ class Session:
         off, or the budget (--max-runs) was spent before any run could show it good."""
         off, on, _cfg = self.production_config(result)
         seen = self.observed(off, on)
+        final = [r for r in self.records if r.off == off and r.on == on and r.final and r.outcome in (GOOD, BAD)]
+        if final and final[-1].outcome == BAD:
+            seen = final[-1]   # the run made to check the fix decides, whatever earlier runs of it said
         base = self.baseline_record()
         if seen is None and not off and on and base is not None and on <= set(self.fired_in(base.paths)):
             seen = self.observed(frozenset())   # rules set on that fire by default anyway: that is the baseline
@@ -1472,6 +1475,10 @@ class Session:
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
                        f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "
                        f"the same command to resume.")
+        elif cut and self.opts.max_runs is None:   # the engine's own cap (the noise-aware mode's, per culprit)
+            message = (f"The search's own run budget stopped it: {state}. The culprits found so far are listed, "
+                       f"but they are not the whole answer. Rerun the same command with --max-runs above "
+                       f"{self.executed} to let it go on (it resumes from the journal).")
         elif seen is None:   # nothing judged the production configuration: nothing says more is left
             message = (f"The search ended with culprits named, but {state}: whether they are the whole answer is "
                        f"not known.")
@@ -1624,7 +1631,9 @@ class Session:
 
         off, on, cfg = self.production_config(result)
         # a noisy job's one GOOD run of a narrower file proves little: only a deterministic search narrows it
-        fewer = self._fewer_off(result) if not on and self.opts.repeat == 1 and not self.opts.flaky else None
+        # (a search that switched to the noise-aware mode itself is as noisy as one declared --flaky)
+        noisy = self.opts.repeat > 1 or self.opts.flaky or bool(getattr(self.engine, "noisy", False))
+        fewer = self._fewer_off(result) if not on and not noisy else None
         if fewer is not None:
             # one more verification run, when the budget allows it, for a file that keeps those fusions on (a
             # rerun finds that run in the journal, whatever its outcome, and never runs it again)

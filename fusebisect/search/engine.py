@@ -150,6 +150,11 @@ class Search:
 
     # ------------------------------------------------------------------ public API
     @property
+    def noisy(self) -> bool:
+        """True once the search runs in its noise-aware mode (declared flaky, or switched to it itself)."""
+        return self._noisy
+
+    @property
     def executions(self) -> int:
         """Return the number of outcomes observed so far (every execution counts)."""
         return len(self._history)
@@ -226,7 +231,7 @@ class Search:
         """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions"} for display.
 
         phase: gates | search | confirm | verify (looking for more) | noisy | done. In the noise-aware mode
-        candidates_left counts hypotheses with posterior above 1%.
+        candidates_left counts the rules a hypothesis with posterior above 1% names (alone, or in a pair).
         """
         left = max(1, self._left)
         if self.done:
@@ -701,7 +706,7 @@ class Search:
             p = float(post[top])
             if not found:
                 self._noisy_top = (top, p)          # (a budget stop names the most likely hypothesis)
-            self._left = int((post > 0.01).sum())
+            self._left = self._rules_left(model, rest, post)
             cap = self._cap(len(found))
             m = model.n
             if found and m <= top < model.pair_base and p >= self.confidence:
@@ -771,6 +776,7 @@ class Search:
             if self.executions >= cap:
                 if found:
                     self._notes.append("stopped at the run budget before ruling out more culprits")
+                    self._budget_stopped = True
                     return self._noisy_found(found)
                 self._budget_stopped = True
                 return self._noisy_result(top, p, exhausted=True)
@@ -788,6 +794,19 @@ class Search:
                 return self._noisy_result(top, p, exhausted=True)
             self._phase = "noisy"
             yield picks
+
+    @staticmethod
+    def _rules_left(model: Posterior, rest: list[int], post) -> int:
+        """How many candidate rules a hypothesis still holding more than 1 % of the posterior names (a single
+        rule either way, or a member of a pair)."""
+        m = model.n
+        rules = set()
+        for h in map(int, (post > 0.01).nonzero()[0]):
+            if h < 2 * m:
+                rules.add(rest[h % m])
+            elif h >= model.pair_base:
+                rules.update(rest[i] for i in model.pair(h))
+        return len(rules)
 
     def _level_model(self, found_mask: int) -> tuple[Posterior, list[int]]:
         """The posterior to search with: the running one before any culprit is named; after that, one over the
