@@ -783,3 +783,24 @@ def test_noisy_searches_keep_their_contracts(capsys, tmp_path, monkeypatch):
     assert any("switched to the noise-aware mode" in n for n in j["notes"]), j["notes"]
     assert json.loads((tmp_path / "w3" / "fusion_switch.cfg").read_text())["Switch"]["GraphFusion"] == {
         "RemapFusionPass": "off", "RequantFusionPass": "off"}
+
+
+def test_a_baseline_done_before_its_reference_is_not_run_again(capsys, tmp_path):
+    """--jobs 2 runs the two gates together; a baseline that ends first waits for the reference's verdict (a
+    relative oracle judges it against that run) instead of being run a second time."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os, time
+        off = {k for m in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values()
+               for k, v in m.items() if v == "off"}
+        if len(off) == 3:
+            time.sleep(1.0)   # the reference ends after the baseline
+        print("loss", 0.57 if "GeluFusionPass" in off else 0.47)
+    '''))
+    assert main(["-q", "run", "--json", "--jobs", "2", "--metric", r"loss ([0-9.]+)", "--rules",
+                 "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass", "--workdir", str(tmp_path / "w"), "--",
+                 sys.executable, str(job)]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    searched = [frozenset(t["config_off"]) for t in j["trials"] if t["role"] != "verify"]
+    assert len(searched) == len(set(searched)), j["trials"]

@@ -1225,6 +1225,8 @@ class Session:
         workers = self.opts.workers
         free = list(self.slots)
         inflight: dict[Future, tuple[frozenset[str], str, str | None]] = {}
+        # runs done but still pending (waiting for the reference's verdict): observed once judged, never rerun
+        held: list[TrialRecord] = []
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial")
         def spent() -> bool:   # no run left in the budget beyond those in flight
             left = self.budget_left()
@@ -1238,9 +1240,13 @@ class Session:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
                 stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
+                if not inflight and held:   # their reference could not be judged: the engine repeats them
+                    for rec in held:
+                        engine.observe(rec.off, self._outcome(rec.outcome))
+                    held.clear()
                 if not engine.done and not stopped and not spent() and len(inflight) < workers \
                         and not self.registry.stopping:
-                    running = {v[0] for v in inflight.values()}
+                    running = {v[0] for v in inflight.values()} | {rec.off for rec in held}
                     for off in engine.propose():
                         off = frozenset(off)
                         if off in running or not free or spent():
@@ -1269,8 +1275,15 @@ class Session:
                     if self._rebuild:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
+                        held.clear()
                     elif off <= set(self.candidates):
-                        engine.observe(off, self._outcome(rec.outcome))
+                        if rec.pending:   # (a baseline done before the reference it is judged against)
+                            held.append(rec)
+                        else:
+                            engine.observe(off, self._outcome(rec.outcome))
+                        for waiting in [r for r in held if not r.pending]:   # judged now the reference ran
+                            held.remove(waiting)
+                            engine.observe(waiting.off, self._outcome(waiting.outcome))
                     self._maybe_prior()
         except BaseException:
             self.registry.kill_all()
