@@ -97,6 +97,14 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
             sys.executable, "-m", "fusebisect.sim", "train", "--faulty", "GeluFusionPass", "--steps", "2"]
     assert main(["-q", *argv]) == 1
     capsys.readouterr()
+    with _workdir_lock(work):   # resumed (a raised --max-runs), in its first new execution: not the old result
+        assert main(["report", str(work), "--json"]) == 1
+        assert json.loads(capsys.readouterr().out)["status"] == "running"
+    (work / "trials" / "0004-0123456789ab").mkdir()   # ... and cut there: still no answer
+    assert main(["report", str(work), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "running" and [u["index"] for u in doc["unjudged"]] == [4]
+    (work / "trials" / "0004-0123456789ab").rmdir()
     journal = work / "journal.jsonl"
     lines = journal.read_text().splitlines(keepends=True)
     trial = next(line for line in lines if json.loads(line).get("event") == "trial")

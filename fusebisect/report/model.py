@@ -151,6 +151,11 @@ def load_run_view(workdir: str | Path) -> RunView:
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
     view.holder = holder
+    last = max((t.number for t in view.trials), default=0)
+    if holder is not None or any(u["index"] > last for u in view.unjudged):
+        # a run going on in the workdir, or one cut in an execution after the last judged: the result journaled
+        # earlier (a --max-runs stop, then a resume) is not its answer
+        view.result = None
     return view
 
 
