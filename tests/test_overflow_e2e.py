@@ -608,6 +608,7 @@ def test_timestamp_directories_of_other_devices_are_the_ranks_of_one_run(tmp_pat
         leaf.mkdir(parents=True)
         write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [SATURATED], "binary")
         write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+        write_op(leaf, "Add", f"{name}_later", 4, 0, ts + 20, [CLEAN], [CLEAN], "binary")   # ranks run together
     assert main(["overflow", str(tmp_path), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert [o["op_name"] for o in doc["overflows"]] == ["mul_rank0", "mul_rank1"]
@@ -636,3 +637,20 @@ def test_an_input_that_cannot_be_decoded_is_shown_whole_and_never_called_clean(t
     text = " ".join(line.strip(" │") for line in out.splitlines())
     assert "Input 0 could not be inspected (unsupported data type float8_e8m0 (36)), so a problem" in text
     assert "Inputs are clean" not in text
+
+
+def test_a_device_whose_dumps_ended_before_the_latest_run_began_is_an_earlier_jobs(tmp_path, capsys):
+    """A two-device job overflowed, then a one-device clean job reused the dump path: device 1's directory is
+    the earlier job's (its ops ended before the latest run began), not a rank of the latest run."""
+    for run, device, name, ts, out in (("20240101120000", "0", "old_rank0", T0 + 1, SATURATED),
+                                       ("20240101120000", "1", "old_rank1", T0 + 2, SATURATED),
+                                       ("20240101130000", "0", "new_rank0", T0 + 3_600_000_000, CLEAN)):
+        leaf = tmp_path / run / device / "ge_default" / "1" / "0"
+        leaf.mkdir(parents=True)
+        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [out], "binary")
+        if out is SATURATED:
+            write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["overflows"] == []
+    assert any("device 1: its latest dumps under" in n and "an earlier job's, left out" in n for n in doc["notes"])

@@ -709,18 +709,29 @@ def _latest_run_only(tree, root: Path) -> list[str]:
     last: dict[str | None, str] = {}
     for device in {e.device for e in tree.entries if e.run is not None}:
         last[device] = latest_run(e.run for e in tree.entries if e.device == device)
+    # ranks of one job run at the same time: a device whose latest run ended before the latest run began is
+    # an earlier job's (a dump_path reused by a job on fewer devices)
+    newest = latest_run(runs)
+    began = min(e.timestamp for e in tree.entries if e.run == newest)
+    ended = {device: max(e.timestamp for e in tree.entries if e.device == device and e.run == run)
+             for device, run in last.items()}
+    stale = sorted(str(d) for d, run in last.items() if run != newest and ended[d] < began)
+    last = {d: run for d, run in last.items() if str(d) not in stale}
     keep = set(last.values())
-    tree.entries = [e for e in tree.entries if e.run is None or e.run == last[e.device]]
+    tree.entries = [e for e in tree.entries if e.run is None or e.run == last.get(e.device)]
     older = runs - keep
+    notes = [f"device{'s' if len(stale) > 1 else ''} {', '.join(stale)}: {'their' if len(stale) > 1 else 'its'} "
+             f"latest dumps under {root} ended before the latest run ({newest}) began: an earlier job's, left "
+             "out"] if stale else []
     if not older:
         return [f"{len(runs)} timestamp directories under {root}, each of other devices: read as the ranks of one "
                 "run"]
     # files of an earlier run that could not be read are not this run's problem either
     tree.bad = [(p, why) for p, why in tree.bad if not older.intersection(_parts_under(Path(p), root))]
-    which = (f"only the latest, {keep.pop()}, is read" if len(keep) == 1 else
+    which = (f"only the latest, {next(iter(keep))}, is read" if len(keep) == 1 else
              f"only each device's latest ({', '.join(sorted(keep, key=int))}) is read")
     return [f"{len(runs)} runs (timestamp directories) under {root}: {which} (give an earlier run's directory to "
-            "read that one)"]
+            "read that one)"] + notes
 
 
 def _parts_under(path: Path, root: Path) -> tuple[str, ...]:
