@@ -202,6 +202,16 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_as_sigpipe_would(t
     proc.stdout.close()
     assert proc.wait(timeout=60) == 141
     assert b"Traceback" not in proc.stderr.read()
+    # JSON, a switch file written to stdout, the simulator's loss lines: the same (the reader is gone before
+    # the command writes anything)
+    for argv in (["rules", "list", "--json"], ["cfg", "all-off"], ["sim", "train", "--steps", "2"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        proc = subprocess.Popen([sys.executable, "-m", "fusebisect", *argv], stdout=write_end,
+                                stderr=subprocess.PIPE)
+        os.close(write_end)
+        assert proc.wait(timeout=60) == 141, (argv, proc.stderr.read())
+        assert b"Traceback" not in proc.stderr.read()
 
 
 def test_small_usage_errors_are_one_line_and_say_why(tmp_path, capsys):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-import sys
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -34,8 +33,7 @@ def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: li
         common.print_json({"written": str(written) if written else None, "switch": config_document(config),
                            "warnings": warnings})
     elif written is None:
-        sys.stdout.write(render_switch(config))
-        sys.stdout.flush()
+        common.write_out(render_switch(config))
 
 
 def _parse_warning_cann_rejects(path: Path):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
 
+from fusebisect.console import PipeConsole, exit_pipe_closed
 from fusebisect.jsonutil import to_jsonable
 
 
@@ -29,21 +29,12 @@ class GlobalState:
 state = GlobalState()
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """A reader that closed the pipe early (``| head``): exit as a process killed by SIGPIPE does (141), not
-        with rich's 1, which reads as 'no culprit' or 'problems found'."""
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(128 + signal.SIGPIPE)
-
-
 def _console(stream, width: int | None = None) -> Console:
     # emoji=False: a message holding "name:x:" (a switch file line, a path) is printed as it is, never as an emoji.
     # markup=False: text, table cells and titles are printed as they are (a path or an op name holding "[/x]" is
     # data, not a style tag); a line styled on purpose passes markup=True and escapes what it interpolates.
-    return _Console(file=stream, no_color=bool(os.environ.get("NO_COLOR")) or None, soft_wrap=False,
-                    highlight=False, width=width, emoji=False, markup=False)
+    return PipeConsole(file=stream, no_color=bool(os.environ.get("NO_COLOR")) or None, soft_wrap=False,
+                       highlight=False, width=width, emoji=False, markup=False)
 
 
 def out(width: int | None = None) -> Console:
@@ -74,8 +65,17 @@ def print_json(obj: Any) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = json.dumps(doc, indent=2, ensure_ascii=True)
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    write_out(text + "\n")
+
+
+def write_out(text: str) -> None:
+    """Write ``text`` to stdout as it is; a reader that closed the pipe (``| head``) ends the command as SIGPIPE
+    would (exit 141)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        exit_pipe_closed()
 
 
 _groups: dict[str, Any] = {}

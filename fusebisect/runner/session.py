@@ -218,11 +218,11 @@ class Progress:
     threads."""
 
     def __init__(self, quiet: bool = False, *, verbose: bool = False, live: bool | None = None) -> None:
-        from rich.console import Console
+        from fusebisect.console import PipeConsole
 
         self.quiet = quiet
         self.verbose = verbose  # also print each run's switch file, trial dir and exact command
-        self.console = Console(stderr=True, highlight=False, soft_wrap=False, emoji=False)
+        self.console = PipeConsole(stderr=True, highlight=False, soft_wrap=False, emoji=False)
         self.live_enabled = (self.console.is_terminal and not self.console.is_dumb_terminal) if live is None \
             else live
         self._live = None

@@ -5,6 +5,7 @@ Kept free of typer/rich so a simulated run starts fast.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from fusebisect.errors import FusebisectError
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except FusebisectError as exc:
         print(f"fusebisect: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `sim train | head`: as a process killed by SIGPIPE (141), silently
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:   # a --dump-path that is a file, a golden dir that exists as a file, ...
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"fusebisect.sim: error: {where}{exc.strerror or exc}", file=sys.stderr)
