@@ -118,3 +118,23 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
     with _workdir_lock(work):
         assert main(["report", str(work), "--json"]) == 1
         assert json.loads(capsys.readouterr().out)["message"].startswith(f"the run is still going (pid {os.getpid()})")
+
+
+def test_report_of_a_moved_workdir_shows_its_paths_where_they_are(tmp_path, capsys):
+    """The journal and result hold absolute paths: after the workdir is renamed, the report's repro commands,
+    trial dirs, production file and journal name the workdir as it is, not the path that no longer exists."""
+    import shutil
+
+    old, new = tmp_path / "m1", tmp_path / "m2"
+    assert main(["-q", "run", "--metric", r"loss ([0-9.]+)", "--workdir", str(old), "--", sys.executable, "-m",
+                 "fusebisect.sim", "train", "--faulty", "LayerNormFusionPass", "--steps", "3"]) == 0
+    capsys.readouterr()
+    shutil.move(old, new)
+    assert main(["report", str(new), "--json"]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(text)
+    assert str(old) + os.sep not in text and doc["journal"] == str(new / "journal.jsonl")
+    assert doc["switch_file"] == str(new / "fusion_switch.cfg")
+    assert any(arg == f"FUSEBISECT_TRIAL_DIR={new / 'repro' / 'good'}" for arg in doc["repro"]["good"])
+    assert main(["report", str(new)]) == 0
+    assert "LayerNormFusionPass" in capsys.readouterr().out   # the production file's text, read where it is

@@ -8,6 +8,7 @@ was learned so far.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ class RunView:
     dumps: dict[str, Any] | None = None  # rows with cosine per tensor + first_divergence
     result: dict[str, Any] | None = None  # the run JSON, absent while the run is unfinished
     holder: str | None = None  # the pid of the fusebisect run still working in the workdir, if one is
+    began_in: str | None = None  # the workdir's path when the journal began (it may have moved since)
 
     @property
     def status(self) -> str:
@@ -75,6 +77,7 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
     for rec in records:
         event = rec.get("event")
         if event == "start":
+            view.began_in = rec.get("workdir")
             view.command = list(rec.get("command") or [])
             view.candidates = list(rec.get("candidates") or [])
             view.options = dict(rec.get("options") or {})
@@ -149,6 +152,7 @@ def load_run_view(workdir: str | Path) -> RunView:
     except (TypeError, ValueError, AttributeError) as exc:   # a hand-edited field of the wrong type
         raise FusebisectError(f"a record has a field of the wrong type ({exc}); fix or move the journal aside "
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
+    _rebase(view, workdir.absolute())
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
     view.holder = holder
     last = max((t.number for t in view.trials), default=0)
@@ -157,6 +161,36 @@ def load_run_view(workdir: str | Path) -> RunView:
         # earlier (a --max-runs stop, then a resume) is not its answer
         view.result = None
     return view
+
+
+def _rebase(view: RunView, workdir: Path) -> None:
+    """A workdir moved or renamed since its runs were journaled (absolute paths): its paths (trial dirs, switch
+    files, repro dirs, the journal, a production file inside it) are shown where they are now."""
+    olds = {Path(view.began_in)} if view.began_in else set()
+    olds |= {Path(t.trial_dir).parent.parent for t in view.trials
+             if t.trial_dir and Path(t.trial_dir).parent.name == "trials"}
+    olds = sorted((str(o) for o in olds if o != workdir), key=len, reverse=True)
+    if not olds:
+        return
+
+    def here(value):
+        if isinstance(value, str):
+            key, eq, path = value.partition("=")   # a repro command's VAR=PATH
+            head, tail = (key + eq, path) if eq and not key.startswith(os.sep) else ("", value)
+            for old in olds:
+                if tail == old or tail.startswith(old + os.sep):
+                    return head + str(workdir) + tail[len(old):]
+            return value
+        if isinstance(value, list):
+            return [here(v) for v in value]
+        if isinstance(value, dict):
+            return {k: here(v) for k, v in value.items()}
+        return value
+
+    for t in view.trials:
+        t.trial_dir, t.switch_file = here(t.trial_dir), here(t.switch_file)
+    if view.result is not None:
+        view.result = here(view.result)
 
 
 def production_cfg_text(view: RunView) -> str | None:
