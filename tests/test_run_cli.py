@@ -804,3 +804,17 @@ def test_a_baseline_done_before_its_reference_is_not_run_again(capsys, tmp_path)
     assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
     searched = [frozenset(t["config_off"]) for t in j["trials"] if t["role"] != "verify"]
     assert len(searched) == len(set(searched)), j["trials"]
+
+
+def test_a_parallel_search_for_a_dependent_pair_still_prints_a_good_repro_command(capsys, tmp_path):
+    """LogSoftmaxFusionPass fires only after SoftmaxFusionPass: with --jobs 2 the boundary's good side (both
+    off) is only inferred, never run; the verified production configuration is given as the good side."""
+    assert main(["-q", "run", "--json", "--jobs", "2", "--metric", r"loss ([0-9.]+)", "--workdir",
+                 str(tmp_path / "w"), "--", sys.executable, "-m", "fusebisect.sim", "train", "--faulty",
+                 "LogSoftmaxFusionPass"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass", "LogSoftmaxFusionPass"]]
+    assert j["verify"]["outcome"] == "good" and j["repro"]["good"] and j["repro"]["bad"]
+    good = subprocess.run(j["repro"]["good"], capture_output=True, text=True, timeout=60)
+    reference = next(t["metric"] for t in j["trials"] if t["role"] == "reference")
+    assert good.returncode == 0 and abs(float(good.stdout.split()[-1]) - reference) < 1e-3 * reference

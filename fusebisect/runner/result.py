@@ -126,6 +126,11 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         repro = {}
         for side, off, outcome in (("good", result.boundary[0], GOOD), ("bad", result.boundary[1], BAD)):
             seen = session.observed(frozenset(off))
+            if (side == "good" and (seen is None or seen.outcome != GOOD) and verify is not None
+                    and verify.outcome == GOOD and not verify.on):
+                # the boundary's good side was only inferred (a parallel search need not run it): the verified
+                # production configuration is a good side that was run
+                off, seen = verify.off, verify
             repro[side] = repro_argv(session, frozenset(off), side) if seen and seen.outcome == outcome else None
     ignored = sorted({r for rec in session.records for r in rec.ignored})
     final = sum(1 for rec in session.records if rec.final)
