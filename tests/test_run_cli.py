@@ -818,3 +818,15 @@ def test_a_parallel_search_for_a_dependent_pair_still_prints_a_good_repro_comman
     good = subprocess.run(j["repro"]["good"], capture_output=True, text=True, timeout=60)
     reference = next(t["metric"] for t in j["trials"] if t["role"] == "reference")
     assert good.returncode == 0 and abs(float(good.stdout.split()[-1]) - reference) < 1e-3 * reference
+
+
+def test_the_repro_commands_name_the_device_their_runs_had(capsys, tmp_path):
+    """With --devices each run had its own ASCEND_RT_VISIBLE_DEVICES: the repro commands set the one of the run
+    they reproduce (a job on another NPU is not the same run)."""
+    assert main(["-q", "run", "--json", "--devices", "5,7", "--metric", r"loss ([0-9.]+)", "--workdir",
+                 str(tmp_path / "w"), "--", sys.executable, "-m", "fusebisect.sim", "train", "--faulty",
+                 "LayerNormFusionPass", "--steps", "3"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    for side in ("good", "bad"):
+        assert [a for a in j["repro"][side] if a.startswith("ASCEND_RT_VISIBLE_DEVICES=")] in (
+            ["ASCEND_RT_VISIBLE_DEVICES=5"], ["ASCEND_RT_VISIBLE_DEVICES=7"]), j["repro"][side]

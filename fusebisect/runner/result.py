@@ -27,15 +27,16 @@ def fused_ops_of(graph, rule: str) -> list[str]:
     return [op.name for op in graph.ops if rule in (op.pass_names or []) or op.ub_pass_name == rule]
 
 
-def repro_argv(session: "Session", off: frozenset[str], side: str) -> list[str]:
+def repro_argv(session: "Session", off: frozenset[str], side: str, device: str | None = None) -> list[str]:
     """The exact command reproducing one side of the boundary: ``env VAR=... CMD`` with the trial contract's
     variables for the trial dir WORKDIR/repro/SIDE, which is created (with its dump/ and graph/) so that the
-    command runs as given."""
+    command runs as given; ``device``: the ASCEND_RT_VISIBLE_DEVICES of the run it reproduces (--jobs,
+    --devices)."""
     sw = session.switch_file(off)
     paths = TrialPaths(trial_dir=session.workdir / "repro" / side, switch_file=sw)
     for d in (paths.trial_dir, paths.dump_dir, *([paths.graph_dir] if session.opts.graph_dump else [])):
         d.mkdir(parents=True, exist_ok=True)
-    env = trial_env({}, paths, graph_dump=session.opts.graph_dump)
+    env = trial_env({}, paths, graph_dump=session.opts.graph_dump, device=device)
     return ["env", *(f"{k}={v}" for k, v in env.items()), *substitute(session.opts.command, paths)]
 
 
@@ -131,7 +132,8 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
                 # the boundary's good side was only inferred (a parallel search need not run it): the verified
                 # production configuration is a good side that was run
                 off, seen = verify.off, verify
-            repro[side] = repro_argv(session, frozenset(off), side) if seen and seen.outcome == outcome else None
+            repro[side] = (repro_argv(session, frozenset(off), side, seen.device) if seen and seen.outcome == outcome
+                           else None)
     ignored = sorted({r for rec in session.records for r in rec.ignored})
     final = sum(1 for rec in session.records if rec.final)
     message = "the search stopped without a verdict" if result is None else \
