@@ -654,3 +654,16 @@ def test_a_device_whose_dumps_ended_before_the_latest_run_began_is_an_earlier_jo
     doc = json.loads(capsys.readouterr().out)
     assert doc["overflows"] == []
     assert any("device 1: its latest dumps under" in n and "an earlier job's, left out" in n for n in doc["notes"])
+
+
+def test_ranks_that_overflow_seconds_apart_are_both_read(tmp_path, capsys):
+    """With overflow detection a rank dumps only what overflowed: rank 0's dumps can end before rank 1's begin.
+    Their timestamp directories are seconds apart: ranks of one job, both read (the earlier overflow first)."""
+    for run, device, name, ts in (("20240101120000", "0", "mul_rank0", T0 + 1),
+                                  ("20240101120003", "1", "mul_rank1", T0 + 3_000_000)):
+        leaf = tmp_path / run / device / "ge_default" / "1" / "0"
+        leaf.mkdir(parents=True)
+        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [SATURATED], "binary")
+        write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    assert [o["op_name"] for o in json.loads(capsys.readouterr().out)["overflows"]] == ["mul_rank0", "mul_rank1"]

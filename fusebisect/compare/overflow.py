@@ -709,13 +709,15 @@ def _latest_run_only(tree, root: Path) -> list[str]:
     last: dict[str | None, str] = {}
     for device in {e.device for e in tree.entries if e.run is not None}:
         last[device] = latest_run(e.run for e in tree.entries if e.device == device)
-    # ranks of one job run at the same time: a device whose latest run ended before the latest run began is
-    # an earlier job's (a dump_path reused by a job on fewer devices)
+    # ranks of one job start within minutes of each other: a device whose latest run began long before the latest
+    # one and whose dumps ended before it began is an earlier job's (a dump_path reused by a job on fewer
+    # devices). Either alone proves nothing: with overflow detection a rank dumps only when it overflows.
     newest = latest_run(runs)
     began = min(e.timestamp for e in tree.entries if e.run == newest)
     ended = {device: max(e.timestamp for e in tree.entries if e.device == device and e.run == run)
              for device, run in last.items()}
-    stale = sorted(str(d) for d, run in last.items() if run != newest and ended[d] < began)
+    stale = sorted(str(d) for d, run in last.items()
+                   if run != newest and ended[d] < began and _minutes_apart(run, newest) > _RANKS_WITHIN_MINUTES)
     last = {d: run for d, run in last.items() if str(d) not in stale}
     keep = set(last.values())
     tree.entries = [e for e in tree.entries if e.run is None or e.run == last.get(e.device)]
@@ -732,6 +734,20 @@ def _latest_run_only(tree, root: Path) -> list[str]:
              f"only each device's latest ({', '.join(sorted(keep, key=int))}) is read")
     return [f"{len(runs)} runs (timestamp directories) under {root}: {which} (give an earlier run's directory to "
             "read that one)"] + notes
+
+
+_RANKS_WITHIN_MINUTES = 10
+
+
+def _minutes_apart(earlier: str, later: str) -> float:
+    """Minutes between two timestamp directory names (YYYYMMDDhhmmss); 0 when either is not such a name."""
+    from datetime import datetime
+
+    try:
+        a, b = (datetime.strptime(x, "%Y%m%d%H%M%S") for x in (earlier, later))
+    except ValueError:
+        return 0.0
+    return (b - a).total_seconds() / 60
 
 
 def _parts_under(path: Path, root: Path) -> tuple[str, ...]:
