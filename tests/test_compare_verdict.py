@@ -507,8 +507,10 @@ def test_the_msaccucmp_engine_judges_its_nan_cells(tmp_path, capsys, msaccucmp):
 
 
 @pytest.mark.msaccucmp
-@pytest.mark.parametrize("mine, golden, diverges", [(2.0, 1.25, True), (np.nan, 1.25, True), (1.2501, 1.25, False),
-                                                   (1.0, 0.0, True), (0.0, 0.0, False)])
+@pytest.mark.parametrize("mine, golden, diverges", [
+    (2.0, 1.25, True), (np.nan, 1.25, True), (1.2501, 1.25, False), (1.0, 0.0, True), (0.0, 0.0, False),
+    (0.000402, 0.0004, False), (6e-7, 4e-7, True), (-np.inf, np.inf, True), (np.inf, np.inf, False),
+    (np.nan, np.nan, False)])
 def test_the_msaccucmp_engine_judges_a_scalar_as_the_native_one(tmp_path, capsys, msaccucmp, mine, golden, diverges):
     """msaccucmp's cosine of a scalar (a loss, an overflow flag) is always 1: its error relative to the golden
     (which msaccucmp's MaxRelativeError writes as 0 for a golden of 0) and a NaN in its mean/std cell decide, as

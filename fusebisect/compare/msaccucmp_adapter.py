@@ -172,19 +172,20 @@ def _judge_nan_cells(row: CompareRow) -> None:
 
 
 def _scalar_relative_error(row: CompareRow) -> float | None:
-    """|mine - golden| / max(|golden|, 1e-5) of a one-element row, as the native engine computes it: from the
-    MaxAbsoluteError cell and the golden's mean in the StandardDeviation cell (msaccucmp's MaxRelativeError
-    is 0 when the golden is 0); else its MaxRelativeError cell; None when neither is there."""
-    mae = row.metrics.get("MaxAbsoluteError")
-    cell = _STD_CELL.fullmatch(str(row.metrics.get("StandardDeviation", "")).strip())
-    try:
-        golden = float(cell.group(3)) if cell else math.nan
-    except ValueError:
-        golden = math.nan
-    if isinstance(mae, float) and math.isfinite(mae) and math.isfinite(golden):
-        return mae / max(abs(golden), SCALAR_FLOOR)
-    rel = row.metrics.get("MaxRelativeError")
-    return rel if isinstance(rel, float) and math.isfinite(rel) else None
+    """|mine - golden| / max(|golden|, 1e-5) of a one-element row, as the native engine computes it, from
+    msaccucmp's 6-decimal cells: MaxAbsoluteError over the golden's magnitude (MaxAbsoluteError /
+    MaxRelativeError); MaxRelativeError alone when the absolute error rounds to 0; MaxAbsoluteError over 1e-5
+    when the relative error is 0 (msaccucmp writes 0 for a golden of 0). None when neither cell is there."""
+    mae, rel = row.metrics.get("MaxAbsoluteError"), row.metrics.get("MaxRelativeError")
+    mae = mae if isinstance(mae, float) and math.isfinite(mae) else None
+    rel = rel if isinstance(rel, float) and math.isfinite(rel) else None
+    if mae is not None and rel is not None and mae > 0 and rel > 0:
+        return mae / max(mae / rel, SCALAR_FLOOR)
+    if rel is not None and rel > 0:
+        return rel
+    if mae is not None:
+        return mae / SCALAR_FLOOR
+    return rel
 
 
 def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
@@ -199,6 +200,12 @@ def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
         return None
     mine = not all(math.isfinite(v) for v in stats[:2])
     golden = not all(math.isfinite(v) for v in stats[2:])
+    same = stats[0] == stats[2] or (math.isnan(stats[0]) and math.isnan(stats[2]))
+    if mine and golden and "This tensor is scalar" in row.fail_reason and not same:
+        # one value each: -inf against +inf, or NaN against Inf, differ (the cosine says nothing)
+        row.nonfinite = 1
+        row.note = "NaN/Inf unlike the golden's (msaccucmp's mean/std cell of a scalar)"
+        return mine, golden
     if mine != golden:
         row.nonfinite = 1
         row.note = (f"NaN/Inf in {'my tensor' if mine else 'the golden'} only (msaccucmp's mean/std cell; its CSV "
