@@ -208,7 +208,7 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_as_sigpipe_would(t
         read_end, write_end = os.pipe()
         os.close(read_end)
         proc = subprocess.Popen([sys.executable, "-m", "fusebisect", *argv], stdout=write_end,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE, cwd=tmp_path)   # (the simulator writes its files here)
         os.close(write_end)
         assert proc.wait(timeout=60) == 141, (argv, proc.stderr.read())
         assert b"Traceback" not in proc.stderr.read()
