@@ -43,7 +43,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        print(f"fusebisect {fusebisect.__version__}")
+        common.write_out(f"fusebisect {fusebisect.__version__}\n")
         raise typer.Exit(0)
 
 
