@@ -830,3 +830,32 @@ def test_the_repro_commands_name_the_device_their_runs_had(capsys, tmp_path):
     for side in ("good", "bad"):
         assert [a for a in j["repro"][side] if a.startswith("ASCEND_RT_VISIBLE_DEVICES=")] in (
             ["ASCEND_RT_VISIBLE_DEVICES=5"], ["ASCEND_RT_VISIBLE_DEVICES=7"]), j["repro"][side]
+
+
+@pytest.mark.parametrize("first_reference_crashes", [True, False])
+def test_a_pending_baseline_is_not_run_again_when_its_reference_crashes(capsys, tmp_path, first_reference_crashes):
+    """--jobs 2, the baseline done before its reference, which crashes: the reference is retried while the
+    baseline waits for it; once a reference run is judged the baseline is too (or, when the reference crashes
+    for good, the search stops there): the baseline never runs twice."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent(f'''
+        import json, os, sys, time
+        off = {{k for m in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values()
+               for k, v in m.items() if v == "off"}}
+        if len(off) == 3:
+            time.sleep(0.5)   # the reference ends after the baseline
+            first = os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-")
+            if first or not {first_reference_crashes}:
+                sys.exit(1)
+        print("loss", 0.57 if "GeluFusionPass" in off else 0.47)
+    '''))
+    main(["-q", "run", "--json", "--jobs", "2", "--metric", r"loss ([0-9.]+)", "--rules",
+          "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass", "--workdir", str(tmp_path / "w"), "--",
+          sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    baselines = [t for t in j["trials"] if not t["config_off"]]
+    assert len(baselines) == 1, j["trials"]
+    if first_reference_crashes:
+        assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    else:
+        assert j["status"] == "inconclusive" and "INVALID twice" in j["message"] and j["executions"] == 3

@@ -1240,10 +1240,19 @@ class Session:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
                 stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
-                if not inflight and held:   # their reference could not be judged: the engine repeats them
-                    for rec in held:
-                        engine.observe(rec.off, self._outcome(rec.outcome))
-                    held.clear()
+                if not inflight and held and all(frozenset(o) in {r.off for r in held} for o in engine.propose()):
+                    # the engine waits for them, and they wait for a reference that could not be judged yet
+                    refs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"]
+                    if self.gate_stop() is not None:
+                        pass   # (the reference is INVALID for good: the loop ends with that verdict below)
+                    elif len(refs) < 2 and free and not spent():   # its retry, which the engine would ask next
+                        device = free.pop(0)
+                        fut = pool.submit(self.execute, self.all_off, "repeat", device)
+                        inflight[fut] = (self.all_off, "repeat", device)
+                    else:
+                        for rec in held:
+                            engine.observe(rec.off, self._outcome(rec.outcome))
+                        held.clear()
                 if not engine.done and not stopped and not spent() and len(inflight) < workers \
                         and not self.registry.stopping:
                     running = {v[0] for v in inflight.values()} | {rec.off for rec in held}
