@@ -265,7 +265,8 @@ def test_cli_inspect_graph_op_json(tmp_path, capsys):
                    "pass_names": ["ConvBatchnormFusionPass"], "ub_pass_name": "AutomaticUbFusion",
                    "original_op_names": [], "inputs": [],
                    "outputs": [{"index": 0, "origin_name": "layer1/conv.fused", "origin_output_index": None,
-                                "origin_format": None, "origin_shape": None}], "also_in": []}
+                                "origin_format": None, "origin_shape": None}], "also_in": [],
+                   "same_name_ops": []}
     # the dump-file spelling of the name finds the op too
     assert main(["inspect", "graph", str(g), "--op", "layer1_conv_fused", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["name"] == "layer1/conv.fused"
@@ -286,7 +287,15 @@ def test_cli_inspect_graph_finds_dump_spellings_and_every_op_of_a_name(tmp_path,
     assert main(["inspect", "graph", str(g), "--op", "layer_1_conv_0[x]"]) == 0
     assert "layer 1\\conv.0[x]  type Conv2D" in capsys.readouterr().out   # printed as it is, not as markup
     assert main(["inspect", "graph", str(g), "--op", "cell", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["also_in"] == ["cond"]
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["also_in"] == ["cond"] and [(o["graph"], o["type"]) for o in doc["same_name_ops"]] == [("cond", "Less")]
+    # one name in a loop's body and cond, looked up by its dump-file spelling: found (not "no op")
+    m.graph.add(name="body2").op.add(name="loop/add", type="Add", id=3)
+    m.graph.add(name="cond2").op.add(name="loop/add", type="Add", id=7)
+    g.write_text(model_def_to_text(m))
+    assert main(["inspect", "graph", str(g), "--op", "loop_add", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["name"] == "loop/add" and doc["also_in"] == ["cond2"]
     assert main(["inspect", "graph", str(g), "--op", "cell"]) == 0
     captured = capsys.readouterr()
     assert "type MatMulV2" in captured.out and "type Less" in captured.out

@@ -56,7 +56,7 @@ def find_op(graph, name: str):
     if op is not None:
         return op, []
     mangled = [o for o in graph.ops if dump_file_spelling(o.name) == dump_file_spelling(name)]
-    if len(mangled) == 1:
+    if len({o.name for o in mangled}) == 1:   # one name (in one graph, or in a loop's body and cond)
         return mangled[0], []
     names = list(dict.fromkeys(o.name for o in graph.ops))
     close = difflib.get_close_matches(name, names, n=5, cutoff=0.6)
@@ -152,7 +152,9 @@ def register(app: typer.Typer) -> None:
                 common.log(f"{op} matched op {found.name} (a dump file name writes '.', '/', '\\' and spaces as '_')")
             same = [o for o in graph.ops if o.name == found.name]
             if json_out:
-                common.print_json({**op_json(found), "also_in": [o.graph for o in same if o is not found]})
+                others = [o for o in same if o is not found]   # the table shows each: so does the JSON
+                common.print_json({**op_json(found), "also_in": [o.graph for o in others],
+                                   "same_name_ops": [op_json(o) for o in others]})
             else:
                 for o in same:   # one name in several subgraphs (a loop's body and cond): each is its own op
                     _render_op(o)
