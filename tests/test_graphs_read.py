@@ -448,3 +448,20 @@ def test_an_empty_original_op_list_is_told_from_an_absent_one(tmp_path):
     ops = check_same(tmp_path, text_format.MessageToString(model))
     assert [(o.name, o.original_op_names, o.origin_empty) for o in ops] == [("trans_Mul_0", [], True),
                                                                              ("plain", [], False)]
+
+
+def test_protobufs_json_of_an_unfused_graph_keeps_its_output_origins(tmp_path):
+    """No op-level string attribute to tell the JSON forms apart (an unfused graph): protobuf's field names
+    (outputDesc) do, and the outputs' origins are read as from the .pb, not silently dropped."""
+    from google.protobuf import json_format
+
+    model = ge_ir_pb2.ModelDef()
+    op = model.graph.add(name="g").op.add(name="fc1_MatMul", type="MatMulV2", id=1)
+    desc = op.output_desc.add()
+    desc.attr["_datadump_origin_name"].s = b"fc1_BiasAdd"
+    desc.attr["origin_format"].s = b"ND"
+    (tmp_path / "m.pb").write_bytes(model.SerializeToString())
+    (tmp_path / "m.json").write_text(json_format.MessageToJson(model))
+    want, got = load_graph(tmp_path / "m.pb").ops, load_graph(tmp_path / "m.json").ops
+    assert [o.outputs for o in got] == [o.outputs for o in want]
+    assert got[0].outputs[0].origin_name == "fc1_BiasAdd"

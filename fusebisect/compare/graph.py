@@ -286,8 +286,7 @@ def _is_proto_json(obj) -> bool:
     graphs = [graphs] if isinstance(graphs, dict) else graphs if isinstance(graphs, list) else []
     ops = [o for g in graphs[:4] if isinstance(g, dict) and isinstance(g.get("op"), list) for o in g["op"][:64]]
     strings: list[str] = []
-    for o in ops:
-        attr = o.get("attr") if isinstance(o, dict) else None
+    for attr in (o.get("attr") for o in ops if isinstance(o, dict)):
         if not isinstance(attr, dict):
             continue
         for value in attr.values():
@@ -296,8 +295,9 @@ def _is_proto_json(obj) -> bool:
                 lst = value.get("list")
                 strings += [s] if isinstance(s, str) else []
                 strings += [x for x in (lst.get("s") or []) if isinstance(x, str)] if isinstance(lst, dict) else []
-    if not strings:
-        return False
+    if not strings:   # (an unfused op may have none) json_format writes lowerCamelCase field names, atc snake_case
+        keys = {k for o in ops if isinstance(o, dict) for k in o}
+        return bool(keys & {"outputDesc", "inputDesc"}) and not keys & {"output_desc", "input_desc"}
     for text in strings[:64]:   # a name such as "GeluFusionPass" decodes to bytes that are not text
         try:
             decoded = base64.b64decode(text, validate=True)
