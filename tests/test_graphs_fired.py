@@ -233,8 +233,10 @@ def test_cli_rules_fired_json_and_table(tmp_path, capsys):
     assert main(["rules", "fired", str(res), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"rules": [
-        {"name": "AutomaticUbFusion", "kind": "UBFusion", "effect_times": 1, "match_times": 1},
-        {"name": "ConvBatchnormFusionPass", "kind": "GraphFusion", "effect_times": 3, "match_times": 4}],
+        {"name": "AutomaticUbFusion", "kind": "UBFusion", "effect_times": 1, "match_times": 1,
+         "repository_hit_times": 4, "graphs": 1},   # (the table's 'repo hits' and 'graphs' columns)
+        {"name": "ConvBatchnormFusionPass", "kind": "GraphFusion", "effect_times": 3, "match_times": 4,
+         "repository_hit_times": 0, "graphs": 2}],
         "unreadable": []}
     assert main(["rules", "fired", str(res)]) == 0
     out = capsys.readouterr().out

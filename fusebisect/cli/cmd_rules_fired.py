@@ -37,7 +37,9 @@ def register(app: typer.Typer) -> None:
             common.log(f"warning: skipped {problem}")
         if json_out:
             common.print_json({"rules": [{"name": s.name, "kind": s.kind, "effect_times": s.effect_times,
-                                          "match_times": s.match_times} for s in found.values()],
+                                          "match_times": s.match_times,
+                                          "repository_hit_times": s.repository_hit_times,
+                                          "graphs": len(s.graphs)} for s in found.values()],
                                "unreadable": unreadable})
             return
         from rich.table import Table
