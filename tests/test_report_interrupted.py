@@ -138,3 +138,41 @@ def test_report_of_a_moved_workdir_shows_its_paths_where_they_are(tmp_path, caps
     assert any(arg == f"FUSEBISECT_TRIAL_DIR={new / 'repro' / 'good'}" for arg in doc["repro"]["good"])
     assert main(["report", str(new)]) == 0
     assert "LayerNormFusionPass" in capsys.readouterr().out   # the production file's text, read where it is
+
+
+def test_reports_of_an_unfinished_run_keep_nan_metrics_and_say_whether_it_is_going(tmp_path, capsys):
+    """A run cut before its end: --json writes a NaN metric as "nan" (null means no metric was read), and the
+    Markdown/HTML banners say 'interrupted' or, while the workdir's lock is held, that the run is going."""
+    from fusebisect.runner.session import _workdir_lock
+
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import os, sys
+        text = open(os.environ["FUSEBISECT_SWITCH_FILE"]).read()
+        print("loss 1.0" if '"LayerNormFusionPass": "off"' in text else "loss nan")
+    '''))
+    work = tmp_path / "w"
+    assert main(["-q", "run", "--metric", r"loss ([0-9.]+)", "--rules", "LayerNormFusionPass,GeluFusionPass",
+                 "--max-runs", "3", "--workdir", str(work), "--", sys.executable, str(job)]) in (0, 1)
+    capsys.readouterr()
+    journal = work / "journal.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    journal.write_text("".join(line for line in lines if json.loads(line).get("event") != "result"))
+    assert main(["report", str(work), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "running" and "nan" in [t["metric"] for t in doc["trials"]]
+    md = tmp_path / "r.md"
+    assert main(["report", str(work), "--markdown", str(md)]) == 1
+    assert "**Run not finished**: interrupted: rerun the same command to resume." in md.read_text()
+    with _workdir_lock(work):
+        assert main(["report", str(work), "--markdown", str(md)]) == 1
+        assert f"the run is still going (pid {os.getpid()})" in md.read_text()
+    capsys.readouterr()
+
+
+def test_an_op_name_with_dollars_is_drawn_as_text(tmp_path):
+    """matplotlib reads $...$ as math: the first divergent op's name in the cosine plot is text."""
+    from fusebisect.report.plots import cosine_along_ops
+
+    svg = cosine_along_ops(["a", "fc1$_{$"], [1.0, 0.2], first_divergence=1, threshold=0.99)
+    assert "<svg" in svg

@@ -21,6 +21,8 @@ Example:  fusebisect report fusebisect-work --html report.html
 def _partial_run_json(view, workdir: Path) -> dict:
     """The run JSON of a run that has no result yet (interrupted, or still running): what was judged so far, with
     the keys of a finished run's JSON; ``status`` is "running" and what only the end decides is null."""
+    from fusebisect.runner.result import json_metric
+
     return {
         "status": "running",
         "message": (f"the run is still going (pid {view.holder}): report again when it has finished"
@@ -34,7 +36,7 @@ def _partial_run_json(view, workdir: Path) -> dict:
         "candidate_rules": list(view.candidates),
         "switch_file": None,
         "verify": None,
-        "trials": [{"index": t.number, "config_off": t.off, "outcome": t.outcome, "metric": t.metric,
+        "trials": [{"index": t.number, "config_off": t.off, "outcome": t.outcome, "metric": json_metric(t.metric),
                     "seconds": t.seconds, "role": t.role, "reason": t.reason, "trial_dir": t.trial_dir}
                    for t in view.trials],
         "unjudged": list(view.unjudged),

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title, trial_note
+from fusebisect.report.model import (RunView, culprit_rows, execution_facts, production_cfg_title, trial_note,
+                                     unfinished_text)
 from fusebisect.textutil import fmt_number
 
 _CSS = """
@@ -120,8 +121,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
         if result.get("message"):   # the whole verdict: a caution, the runs it took
             body.append(f"<p>{esc(result['message'])}</p>")
     elif status == "running":
-        body.append(verdict("running", "<b>Run not finished</b> (interrupted or still running): "
-                                       "rerun the same command to resume."))
+        body.append(verdict("running", f"<b>Run not finished</b>: {esc(unfinished_text(view))}"))
     else:
         body.append(verdict(status, f"<b>{esc(status.replace('_', ' '))}</b>: {esc(result.get('message', ''))}"))
     if culprits:

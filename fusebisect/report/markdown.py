@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import RunView, culprit_rows, execution_facts, production_cfg_title, trial_note
+from fusebisect.report.model import (RunView, culprit_rows, execution_facts, production_cfg_title, trial_note,
+                                     unfinished_text)
 
 
 def _cell(value) -> str:
@@ -26,7 +27,7 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
         if result.get("message"):
             lines += ["", str(result["message"])]
     elif status == "running":
-        lines.append("**Run not finished** (interrupted or still running): rerun the same command to resume.")
+        lines.append(f"**Run not finished**: {unfinished_text(view)}")
     else:
         lines.append(f"**{status.replace('_', ' ')}**: {result.get('message', '')}")
     lines.append("")

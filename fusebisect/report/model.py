@@ -235,5 +235,13 @@ def execution_facts(view: RunView) -> tuple[str, str]:
     gaps = [str(u.get("index")) for u in view.unjudged]
     return (f"{executions} executions" + (f" (run-count target {bound})" if bound else "")
             + (f"; not counted: run{'s' if len(gaps) > 1 else ''} {', '.join(gaps)}, started but not judged "
-               f"(interrupted)" if gaps else ""),
+               f"({'still running, or interrupted' if view.holder is not None else 'interrupted'})" if gaps else ""),
             f"{len(view.candidates)} candidate rules")
+
+
+def unfinished_text(view: RunView) -> str:
+    """What the report of a run without a result says about it: still going (its workdir's lock is held), or
+    interrupted."""
+    if view.holder is not None:
+        return f"the run is still going (pid {view.holder}): report again when it has finished."
+    return "interrupted: rerun the same command to resume."

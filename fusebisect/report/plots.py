@@ -71,7 +71,8 @@ def cosine_along_ops(ops: Sequence[str], cosines: Sequence[float | None], *, fir
     if first_divergence is not None and 0 <= first_divergence < len(xs):
         ax.axvline(first_divergence, color="#c62828", linewidth=1.2)
         ax.annotate(f"first divergence: {ops[first_divergence]}", (first_divergence, ys[first_divergence]),
-                    textcoords="offset points", xytext=(8, -14), fontsize=8, color="#c62828")
+                    textcoords="offset points", xytext=(8, -14), fontsize=8, color="#c62828",
+                    parse_math=False)   # an op name is text: a '$' in it is no math
     ax.set_xlabel("tensor, in execution order")
     ax.set_ylabel("cosine")
     ax.grid(alpha=0.3)

@@ -63,7 +63,8 @@ def dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def _metric(value: float | None):
+def json_metric(value: float | None):
+    """A metric for the run JSON: a number, None when none was read, or "nan"/"inf"/"-inf" (JSON has none)."""
     if value is None:
         return None
     return value if math.isfinite(value) else str(value)
@@ -72,7 +73,7 @@ def _metric(value: float | None):
 def trial_row(rec: "TrialRecord") -> dict[str, Any]:
     """One entry of the run JSON's ``trials`` list."""
     return {"index": rec.index, "config_off": sorted(rec.off), "outcome": rec.outcome,
-            "metric": _metric(rec.measurement.metric), "seconds": round(rec.measurement.seconds, 3),
+            "metric": json_metric(rec.measurement.metric), "seconds": round(rec.measurement.seconds, 3),
             "role": rec.role, "key": rec.key, "reason": rec.reason, "exit_code": rec.measurement.exit_code,
             "trial_dir": str(rec.paths.trial_dir), **({"config_on": sorted(rec.on)} if rec.on else {}),
             **({"final": True} if rec.final else {})}
