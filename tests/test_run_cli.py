@@ -859,3 +859,11 @@ def test_a_pending_baseline_is_not_run_again_when_its_reference_crashes(capsys, 
         assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
     else:
         assert j["status"] == "inconclusive" and "INVALID twice" in j["message"] and j["executions"] == 3
+
+
+def test_the_report_table_shows_rules_forced_on(capsys, tmp_path):
+    """A reverse-direction culprit's production run sets the rule on: its row must not read like the baseline."""
+    assert main(["run", "--workdir", str(tmp_path / "w"), "--", sys.executable, "-m", "fusebisect.sim", "train",
+                 "--crash-when", "LayerNormFusionPass=off", "--steps", "3"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "forced on:" in line)
+    assert "verify" in row and "│ -; forced on:" in row

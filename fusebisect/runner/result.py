@@ -218,6 +218,8 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
     for t in j["trials"]:
         off = t["config_off"]
         off_text = "-" if not off else (", ".join(off) if len(off) <= 3 else f"{len(off)} rules")
+        if t.get("config_on"):   # (with nothing off it would read as the default configuration)
+            off_text += "; forced on: " + ", ".join(t["config_on"])
         metric = "" if t["metric"] is None else fmt_number(t["metric"])
         table.add_row(str(t["index"]), t["role"], off_text, t["outcome"], metric, f"{t['seconds']:.1f}",
                       t["reason"] or "")
