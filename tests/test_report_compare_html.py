@@ -46,7 +46,9 @@ def test_overflow_html_names_the_first_overflow(tmp_path):
     html = out.read_text()
     assert "First overflow:</b> MatMulV2 fc1_MatMul (AIC, status 256)" in html
     assert main(["--quiet", "overflow", str(tmp_path / "d"), "--scan", "--html", str(out), "--json"]) == 1
-    assert "First overflow:</b> MatMulV2 fc1_MatMul (found by scanning the op dumps)" in out.read_text()
+    scanned = out.read_text()
+    assert "First overflow:</b> MatMulV2 fc1_MatMul (found by scanning the op dumps)" in scanned
+    assert "which --scan does not read" in scanned   # the notes the terminal prints on stderr
     assert "Diagnosis:" in html and "MatMulBiasAddFusionPass" in html
     assert "<td>inf</td>" in html  # an infinite max is shown as such, not as a blank
     assert not re.search(r"https?://", html)

@@ -145,7 +145,8 @@ def register(app: typer.Typer) -> None:
             from fusebisect.fsutil import atomic_write_text
             from fusebisect.report.html import render_overflow
             atomic_write_text(html_out, render_overflow(report.to_json()["overflows"], dump_dir=str(dump_dir),
-                                                        unreadable=report.unreadable_summary()))
+                                                        unreadable=report.unreadable_summary(),
+                                                        notes=report.notes))
             common.log(f"wrote {html_out}")
         if json_out:
             common.print_json(report.to_json())

@@ -217,7 +217,8 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     return page("fusebisect compare report", f"my: {my} · golden: {golden}", body)
 
 
-def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unreadable: str = "") -> str:
+def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unreadable: str = "",
+                    notes: Sequence[str] = ()) -> str:
     """The HTML report of ``fusebisect overflow`` from its JSON entries (execution order). ``unreadable``: the
     summary of the files that could not be read (then no overflow found is no verdict). Returns the text."""
     if overflows:
@@ -257,4 +258,6 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
         if o.get("diagnosis"):
             parts.append(f"<p><b>Diagnosis:</b> {esc(o['diagnosis'])}</p>")
         body.append(section(f"{o.get('op_index') or n}. {o.get('op_name')}", *parts))
+    if notes:   # (what the terminal prints on stderr: records --scan does not read, runs left out, ...)
+        body.append(section("Notes", "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>"))
     return page("fusebisect overflow report", f"dump: {dump_dir}", body)
