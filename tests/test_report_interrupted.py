@@ -176,3 +176,37 @@ def test_an_op_name_with_dollars_is_drawn_as_text(tmp_path):
 
     svg = cosine_along_ops(["a", "fc1$_{$"], [1.0, 0.2], first_divergence=1, threshold=0.99)
     assert "<svg" in svg
+
+
+def test_a_resumed_run_that_goes_on_takes_its_old_result_and_reports_away(tmp_path):
+    """A run stopped by --max-runs has result.json and reports; resumed with a larger budget it goes on, and
+    once it has judged a run of its own those files are no longer its answer (a CI job reading them would see
+    a verdict the run has moved on from): they go, and are written again at its end."""
+    work = tmp_path / "w"
+    hang, release = tmp_path / "hanging", tmp_path / "release"
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent(f'''
+        import os, sys, time
+        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0005-") and not os.path.exists(
+                {str(release)!r}):
+            open({str(hang)!r}, "w").close()
+            time.sleep(300)
+        from fusebisect.sim.cli import main
+        sys.exit(main(["train", "--faulty", "GeluFusionPass", "--steps", "2"]))
+    '''))
+    argv = [sys.executable, "-m", "fusebisect", "-q", "run", "--metric", r"loss ([0-9.]+)", "--workdir", str(work)]
+    assert subprocess.run([*argv, "--max-runs", "3", "--", sys.executable, str(job)], capture_output=True,
+                          timeout=120).returncode == 1
+    assert (work / "result.json").exists() and (work / "report.md").exists()
+    proc = subprocess.Popen([*argv, "--max-runs", "20", "--", sys.executable, str(job)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not hang.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        assert not (work / "result.json").exists() and not (work / "report.md").exists()
+    finally:
+        release.touch()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)

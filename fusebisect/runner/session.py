@@ -401,6 +401,7 @@ class Session:
         self.kinds: dict[str, str] = {}  # rule -> kind seen in the baseline (for names the catalog lacks)
         self.prior: list[str] | None = None
         self.dumps_event: dict | None = None
+        self._stale_outputs = False   # a resume of a run that has a result: its outputs go once a run is added
         self._next_index = 1
         self._rebuild = False  # candidates changed: rebuild the engine from the journal
         self._lock = threading.Lock()
@@ -708,6 +709,13 @@ class Session:
         before = self.reference_record()
         self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
         self.journal.append(rec.to_event())
+        if self._stale_outputs:
+            # a run resumed after its result (a raised --max-runs) goes on: that result and its reports are no
+            # longer its answer; they are written again at the end (until then `fusebisect report` says running)
+            self._stale_outputs = False
+            for name in ("result.json", "report.html", "report.md"):
+                with contextlib.suppress(OSError):
+                    (self.workdir / name).unlink()
         self.records.append(rec)
         if rec.off == self.all_off:
             self._rejudge_on_new_reference(before)
@@ -930,6 +938,7 @@ class Session:
                              f"journal is kept), or use another --workdir")
         self.candidates = list(start.get("candidates") or [])
         self.journal_workers = int(start.get("workers") or 1)
+        self._stale_outputs = any(ev.get("event") == "result" for ev in records[1:])
         self.excluded = list(start.get("excluded") or [])
         self.kinds = dict(start.get("kinds") or {})
         for ev in records[1:]:
