@@ -85,11 +85,11 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
     """A run holding its workdir's lock is still going (not 'stopped': rerunning would be refused); a run
     resumed after its result (a raised --max-runs) and cut again reports what it judged since, not the old
     result."""
-    from fusebisect.runner.session import _workdir_lock
+    from fusebisect.runner.journal import workdir_lock
 
     work = tmp_path / "w"
     (work / "trials" / "0001-baseline").mkdir(parents=True)
-    with _workdir_lock(work):
+    with workdir_lock(work):
         assert main(["report", str(work)]) == 2
         err = capsys.readouterr().err
         assert f"a run (pid {os.getpid()}) is in its first execution" in err and "stopped" not in err
@@ -97,7 +97,7 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
             sys.executable, "-m", "fusebisect.sim", "train", "--faulty", "GeluFusionPass", "--steps", "2"]
     assert main(["-q", *argv]) == 1
     capsys.readouterr()
-    with _workdir_lock(work):   # resumed (a raised --max-runs), in its first new execution: not the old result
+    with workdir_lock(work):   # resumed (a raised --max-runs), in its first new execution: not the old result
         assert main(["report", str(work), "--json"]) == 1
         assert json.loads(capsys.readouterr().out)["status"] == "running"
     (work / "trials" / "0004-0123456789ab").mkdir()   # ... and cut there: still no answer
@@ -115,7 +115,7 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "running" and doc["executions"] == 4
     assert doc["message"] == "the run has not finished: rerun the same fusebisect run command to resume"
-    with _workdir_lock(work):
+    with workdir_lock(work):
         assert main(["report", str(work), "--json"]) == 1
         assert json.loads(capsys.readouterr().out)["message"].startswith(f"the run is still going (pid {os.getpid()})")
 
@@ -143,7 +143,7 @@ def test_report_of_a_moved_workdir_shows_its_paths_where_they_are(tmp_path, caps
 def test_reports_of_an_unfinished_run_keep_nan_metrics_and_say_whether_it_is_going(tmp_path, capsys):
     """A run cut before its end: --json writes a NaN metric as "nan" (null means no metric was read), and the
     Markdown/HTML banners say 'interrupted' or, while the workdir's lock is held, that the run is going."""
-    from fusebisect.runner.session import _workdir_lock
+    from fusebisect.runner.journal import workdir_lock
 
     job = tmp_path / "job.py"
     job.write_text(textwrap.dedent('''
@@ -164,7 +164,7 @@ def test_reports_of_an_unfinished_run_keep_nan_metrics_and_say_whether_it_is_goi
     md = tmp_path / "r.md"
     assert main(["report", str(work), "--markdown", str(md)]) == 1
     assert "**Run not finished**: interrupted: rerun the same command to resume." in md.read_text()
-    with _workdir_lock(work):
+    with workdir_lock(work):
         assert main(["report", str(work), "--markdown", str(md)]) == 1
         assert f"the run is still going (pid {os.getpid()})" in md.read_text()
     capsys.readouterr()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.errors import FusebisectError
-from fusebisect.runner.journal import JOURNAL_NAME, Journal, decode_float
+from fusebisect.runner.journal import JOURNAL_NAME, Journal, decode_float, workdir_holder
 
 
 @dataclass
@@ -132,8 +132,6 @@ def load_run_view(workdir: str | Path) -> RunView:
     workdir = Path(workdir)
     if not workdir.is_dir():
         raise FusebisectError("not a directory (give the --workdir of a fusebisect run)", path=workdir)
-    from fusebisect.runner.session import workdir_holder
-
     journal = Journal(workdir / JOURNAL_NAME)
     records = journal.load()
     holder = workdir_holder(workdir)

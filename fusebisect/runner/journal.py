@@ -8,6 +8,7 @@ loading. The search state is a fold over these events, so rerunning the same com
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from fusebisect.errors import FusebisectError
+from fusebisect.errors import FusebisectError, UsageError
 
 JOURNAL_NAME = "journal.jsonl"
 VERSION = 1
@@ -138,6 +139,55 @@ def previous_production(workdir: str | os.PathLike[str]) -> tuple[Path, bool | N
         digest = previous.get("switch_file_sha256")
         return path, (None if not digest else path.is_file() and production_digest(path) == digest)
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+
+
+LOCK_NAME = ".lock"
+
+
+@contextlib.contextmanager
+def workdir_lock(workdir: Path):
+    """Hold an exclusive lock on WORKDIR/.lock for the whole run: a second run in the same workdir would take the
+    first one's running execution for a leftover, kill it, and interleave the journal. Raises UsageError when
+    another run holds it. (flock: released by the kernel when the process dies, even by kill -9.)"""
+    import fcntl
+
+    path = workdir / LOCK_NAME
+    with open(path, "a+", encoding="ascii") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            raise UsageError(f"--workdir {workdir}: another fusebisect run is using it"
+                             + (f" (pid {holder})" if holder else "") + "; wait for it, or use another --workdir")
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def workdir_holder(workdir: Path) -> str | None:
+    """The pid of the fusebisect run holding WORKDIR's lock ('?' when it did not say), or None when none does
+    (no lock file, or its lock is free: a run that ended, or was killed)."""
+    import fcntl
+
+    try:
+        handle = open(Path(workdir) / LOCK_NAME, encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "?"
+        except OSError:
+            return None
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         return None
 
 

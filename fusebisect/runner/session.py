@@ -28,7 +28,8 @@ from typing import Any, Callable, Sequence
 from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
-                                       previous_production, production_digest, set_aside_previous_run)
+                                       previous_production, production_digest, set_aside_previous_run,
+                                       workdir_lock)
 from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
                                      kill_leftovers, numbered_trial_dirs, read_text, substitute)
@@ -55,56 +56,9 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
-LOCK_NAME = ".lock"
 SWITCH_IGNORED = "switch ignored: still fired when turned off"   # the reason of such an exclusion (journaled)
 UNCHECKED = ("switch unchecked: no fusion_result.json or Build graph, unlike the baseline (a compile cache hit "
              "compiles nothing)")
-
-
-@contextlib.contextmanager
-def _workdir_lock(workdir: Path):
-    """Hold an exclusive lock on WORKDIR/.lock for the whole run: a second run in the same workdir would take the
-    first one's running execution for a leftover, kill it, and interleave the journal. Raises UsageError when
-    another run holds it. (flock: released by the kernel when the process dies, even by kill -9.)"""
-    import fcntl
-
-    path = workdir / LOCK_NAME
-    with open(path, "a+", encoding="ascii") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip()
-            raise UsageError(f"--workdir {workdir}: another fusebisect run is using it"
-                             + (f" (pid {holder})" if holder else "") + "; wait for it, or use another --workdir")
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def workdir_holder(workdir: Path) -> str | None:
-    """The pid of the fusebisect run holding WORKDIR's lock ('?' when it did not say), or None when none does
-    (no lock file, or its lock is free: a run that ended, or was killed)."""
-    import fcntl
-
-    try:
-        handle = open(Path(workdir) / LOCK_NAME, encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return handle.read().strip() or "?"
-        except OSError:
-            return None
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-        return None
 
 
 @contextlib.contextmanager
@@ -838,7 +792,7 @@ class Session:
         """Run (or resume) the bisection and return its result. Raises UsageError (bad options, journal of another
         command), RunAborted (--check asked to abort), Interrupted (Ctrl-C; children killed, journal kept)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        with _workdir_lock(self.workdir):
+        with workdir_lock(self.workdir):
             self._stop_leftovers()
             had_journal = (self.workdir / JOURNAL_NAME).exists()
             if self.opts.fresh:
