@@ -271,6 +271,16 @@ class Progress:
                 self._live = None
 
 
+def _untestable(rules: Sequence[str], why: str) -> str:
+    """The caution for rules that kept firing with their switch off; ``why`` says what that left untested, with
+    ``{it}`` standing for the rules."""
+    one = len(rules) == 1
+    it = "it" if one else "them"
+    return (f"But {_short(rules)} still fired with {'its' if one else 'their'} switch off (the job ignores it), "
+            f"{why.format(it=it)}, and {it} may be the cause. Make the job honour FUSEBISECT_SWITCH_FILE for {it} (a "
+            f"compile cache?) and rerun.")
+
+
 def _esc(value) -> str:
     """``value`` as text that rich prints as it is (a '[' in a path or a job's message is not markup)."""
     from rich.markup import escape
@@ -433,15 +443,20 @@ class Session:
                 return rec
         return None
 
+    def _gate_runs(self, off: frozenset[str]) -> list[TrialRecord]:
+        """The runs of gate configuration ``off`` (nothing off: the baseline; all off: the reference) made for
+        the search, not a final check of a production file, nor with rules set on."""
+        return [r for r in self.records if r.off == off and not r.on and r.role != "verify"]
+
     def _reference_runs(self) -> list[TrialRecord] | None:
         """The all-candidates-off runs that measured a finite metric, when the metric is the only thing judged
         against the reference (else None: the first GOOD run is the reference)."""
         j = self.judge
         if j.metric is None or j.metric.expect is not None or j.dumps is not None:
             return None
-        return [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"
-                and not r.ignored and r.measurement.exit_code == 0 and not r.measurement.timed_out
-                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        return [r for r in self._gate_runs(self.all_off) if not r.ignored and r.measurement.exit_code == 0
+                and not r.measurement.timed_out and r.measurement.metric is not None
+                and math.isfinite(r.measurement.metric)]
 
     def _settle_reference(self, *, flaky: bool) -> None:
         """Run the all-candidates-off configuration until three of its runs have a metric, so that the reference
@@ -1094,7 +1109,7 @@ class Session:
         """Why no further run can tell anything, read from the all-candidates-off reference runs, or None:
         every candidate it turned off still fired (the job ignores the switch file), or it was INVALID twice
         while the oracle judges every other run against it (like the engine's own gate retry)."""
-        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"]
+        refs = self._gate_runs(self.all_off)
         for rec in refs:
             if set(self.candidates) <= set(rec.ignored):
                 honoured, ignoring = self._graphs_by_switch(rec)
@@ -1203,13 +1218,12 @@ class Session:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
                 stopped = self.gate_stop() is not None  # runs still in flight finish and are journaled
-                if not inflight and held and all(frozenset(o) in {r.off for r in held} for o in engine.propose()):
-                    # the engine waits for them, and they wait for a reference that could not be judged yet
-                    refs = [r for r in self.records if r.off == self.all_off and not r.on and r.role != "verify"]
-                    if self.gate_stop() is not None:
-                        pass   # (the reference is INVALID for good: the loop ends with that verdict below)
-                    elif len(refs) < 2 and free and not spent():   # its retry, which the engine would ask next
-                        device = free.pop(0)
+                if not inflight and held and not stopped and \
+                        all(frozenset(o) in {r.off for r in held} for o in engine.propose()):
+                    # the engine waits for them, and they wait for a reference that could not be judged yet (a
+                    # reference INVALID for good stops the loop below with that verdict)
+                    if len(self._gate_runs(self.all_off)) < 2 and free and not spent():
+                        device = free.pop(0)   # its retry, which the engine would ask next
                         fut = pool.submit(self.execute, self.all_off, "repeat", device)
                         inflight[fut] = (self.all_off, "repeat", device)
                     else:
@@ -1328,19 +1342,15 @@ class Session:
             result = dataclasses.replace(result, message=self._not_reproduced_message())
             if stuck := self._switch_ignored():
                 # the reference kept them on too: "like the reference" says nothing about them
-                it = "it" if len(stuck) == 1 else "them"
                 result = dataclasses.replace(result, status="inconclusive", message=(
-                    f"{result.message} But {_short(stuck)} still fired with {'its' if len(stuck) == 1 else 'their'} "
-                    f"switch off (the job ignores it), in the reference run too, so no run could test {it}, and "
-                    f"{it} may be the cause. Make the job honour FUSEBISECT_SWITCH_FILE for {it} (a compile "
-                    f"cache?) and rerun."))
+                    f"{result.message} {_untestable(stuck, 'in the reference run too, so no run could test {it}')}"))
         elif result is not None and result.status == "not_fusion":
             result = self._not_fusion(result)
         elif result is not None and result.status == "inconclusive" and not result.culprits:
             # a gate INVALID twice: say why each of its runs could not be judged (a crash, a timeout, ...)
             whys = []
             for gate, which in ((frozenset(), "baseline"), (self.all_off, "reference")):
-                runs = [r for r in self.records if r.off == gate and not r.on and r.role != "verify"]
+                runs = self._gate_runs(gate)
                 if len(runs) >= 2 and all(r.outcome == INVALID for r in runs) and f"run {runs[0].index}:" \
                         not in result.message:
                     whys.append((which, "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in runs[:2])))
@@ -1359,8 +1369,7 @@ class Session:
               and self.opts.max_runs is None and getattr(result, "budget_stopped", False)):
             # the engine's own cap (the noise-aware mode allows about 3 log2(n) + 30 runs per culprit sought)
             result = dataclasses.replace(result, message=f"{result.message} That is the search's own run budget "
-                                         f"({self.executed} runs): rerun the same command with --max-runs above "
-                                         f"{self.executed} to let it go on (it resumes from the journal).")
+                                         f"({self.executed} runs): {self._go_on_hint()}.")
         run_json = build_run_json(self, result, switch_path, verify)
         if switch_path is not None:   # what this run wrote there: --fresh moves only that, not another run's file
             with contextlib.suppress(OSError):
@@ -1462,8 +1471,7 @@ class Session:
                        f"the same command to resume.")
         elif cut and self.opts.max_runs is None:   # the engine's own cap (the noise-aware mode's, per culprit)
             message = (f"The search's own run budget stopped it: {state}. The culprits found so far are listed, "
-                       f"but they are not the whole answer. Rerun the same command with --max-runs above "
-                       f"{self.executed} to let it go on (it resumes from the journal).")
+                       f"but they are not the whole answer. {self._go_on_hint(capital=True)}.")
         elif seen is None:   # nothing judged the production configuration: nothing says more is left
             message = (f"The search ended with culprits named, but {state}: whether they are the whole answer is "
                        f"not known.")
@@ -1562,11 +1570,8 @@ class Session:
                    f"not fix it, so the cause is not one of them switched on (unless another is bad while "
                    f"switched off, which these two runs cannot tell)")
         if stuck:
-            it = "it" if len(stuck) == 1 else "them"
             return dataclasses.replace(result, status="inconclusive", message=(
-                f"{message}. But {_short(stuck)} still fired with {'its' if len(stuck) == 1 else 'their'} switch "
-                f"off (the job ignores it), so no switch file can test {it} or turn {it} off, and {it} may be the "
-                f"cause. Make the job honour FUSEBISECT_SWITCH_FILE for {it} (a compile cache?) and rerun."))
+                f"{message}. {_untestable(stuck, 'so no switch file can test {it} or turn {it} off')}"))
         if ignored:
             message += (f", nor can it be told for {_short(ignored)}, excluded because the job ignored "
                         f"{'its' if len(ignored) == 1 else 'their'} switch")
@@ -1586,6 +1591,11 @@ class Session:
         --check and no --expect to say what a good run is."""
         j = self.judge
         return j.needs_reference and j.check is None and (j.metric is None or j.metric.expect is None)
+
+    def _go_on_hint(self, *, capital: bool = False) -> str:
+        """How to let a search its own run budget stopped go on."""
+        return (f"{'R' if capital else 'r'}erun the same command with --max-runs above {self.executed} to let it go "
+                f"on (it resumes from the journal)")
 
     def _not_reproduced_message(self) -> str:
         """A baseline that matches the reference, under a relative oracle: the job may still be broken by
