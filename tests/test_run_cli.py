@@ -867,3 +867,28 @@ def test_the_report_table_shows_rules_forced_on(capsys, tmp_path):
                  "--crash-when", "LayerNormFusionPass=off", "--steps", "3"]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "forced on:" in line)
     assert "verify" in row and "│ -; forced on:" in row
+
+
+def test_a_pending_baseline_is_not_run_again_when_its_reference_excludes_a_rule(capsys, tmp_path):
+    """--jobs 2: the baseline ends first and waits for its reference; the reference shows a rule the job never
+    turns off (excluded: the engine is rebuilt without it). The baseline still waits for a reference it can be
+    judged against, and is not run a second time."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os, time
+        cands = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass"]
+        off = {k for m in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values()
+               for k, v in m.items() if v == "off"}
+        fired = [r for r in cands if r not in off or r == "MulAddFusionPass"]   # its switch is ignored
+        json.dump({"s_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in fired}}},
+                  open(os.path.join(os.environ["ASCEND_WORK_PATH"], "fusion_result.json"), "w"))
+        if len(off) == 3:
+            time.sleep(0.5)   # the reference ends after the baseline
+        print("loss", 0.57 if "GeluFusionPass" in off else 0.47)
+    '''))
+    main(["-q", "run", "--json", "--jobs", "2", "--metric", r"loss ([0-9.]+)", "--rules",
+          "GeluFusionPass,LayerNormFusionPass,MulAddFusionPass", "--workdir", str(tmp_path / "w"), "--",
+          sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert len([t for t in j["trials"] if not t["config_off"]]) == 1, j["trials"]
+    assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]], j["message"]

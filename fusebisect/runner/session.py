@@ -1261,7 +1261,8 @@ class Session:
                     if self._rebuild:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
-                        held.clear()
+                        # the engine has the judged ones from the journal; the pending ones (this one too) still wait
+                        held[:] = [r for r in [*held, rec] if r.pending and r.off <= set(self.candidates)]
                     elif off <= set(self.candidates):
                         if rec.pending:   # (a baseline done before the reference it is judged against)
                             held.append(rec)
