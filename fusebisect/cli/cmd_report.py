@@ -21,12 +21,12 @@ Example:  fusebisect report fusebisect-work --html report.html
 def _partial_run_json(view, workdir: Path) -> dict:
     """The run JSON of a run that has no result yet (interrupted, or still running): what was judged so far, with
     the keys of a finished run's JSON; ``status`` is "running" and what only the end decides is null."""
+    from fusebisect.report.model import still_going
     from fusebisect.runner.result import json_metric
 
     return {
         "status": "running",
-        "message": (f"the run is still going (pid {view.holder}): report again when it has finished"
-                    if view.holder is not None else
+        "message": (still_going(view.holder) if view.holder is not None else
                     "the run has not finished: rerun the same fusebisect run command to resume"),
         "culprits": [],
         "executions": len(view.trials),

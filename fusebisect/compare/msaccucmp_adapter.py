@@ -136,6 +136,7 @@ def _metric(text: str, name: str):
         return Value(math.nan, text)
 
 
+_SCALAR_REASON = "This tensor is scalar"   # msaccucmp's CompareFailReason of a one-element tensor
 _STD_CELL = re.compile(r"\(([^;()]*);([^;()]*)\),\(([^;()]*);([^;()]*)\)")
 
 
@@ -149,7 +150,7 @@ def _judge_nan_cells(row: CompareRow) -> None:
     - "All the data is zero" in one side alone is cosine 0, as the native verdict takes it.
 
     NaN/Inf on both sides cannot be judged from the cells: the note says so."""
-    if "This tensor is scalar" in row.fail_reason:
+    if _SCALAR_REASON in row.fail_reason:
         row.scalar_relative_error = _scalar_relative_error(row)
     cos = row.cosine
     if cos is None or not math.isnan(cos):
@@ -201,7 +202,7 @@ def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
     mine = not all(math.isfinite(v) for v in stats[:2])
     golden = not all(math.isfinite(v) for v in stats[2:])
     same = stats[0] == stats[2] or (math.isnan(stats[0]) and math.isnan(stats[2]))
-    if mine and golden and "This tensor is scalar" in row.fail_reason and not same:
+    if mine and golden and _SCALAR_REASON in row.fail_reason and not same:
         # one value each: -inf against +inf, or NaN against Inf, differ (the cosine says nothing)
         row.nonfinite = 1
         row.note = "NaN/Inf unlike the golden's (msaccucmp's mean/std cell of a scalar)"

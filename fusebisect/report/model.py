@@ -241,5 +241,10 @@ def unfinished_text(view: RunView) -> str:
     """What the report of a run without a result says about it: still going (its workdir's lock is held), or
     interrupted."""
     if view.holder is not None:
-        return f"the run is still going (pid {view.holder}): report again when it has finished."
+        return f"{still_going(view.holder)}."
     return "interrupted: rerun the same command to resume."
+
+
+def still_going(holder: str) -> str:
+    """What a report says of a run whose process (``holder``, its pid) still holds the workdir."""
+    return f"the run is still going (pid {holder}): report again when it has finished"
