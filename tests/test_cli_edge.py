@@ -203,8 +203,9 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_as_sigpipe_would(t
     assert proc.wait(timeout=60) == 141
     assert b"Traceback" not in proc.stderr.read()
     # JSON, a switch file written to stdout, the simulator's loss lines: the same (the reader is gone before
-    # the command writes anything)
-    for argv in (["rules", "list", "--json"], ["cfg", "all-off"], ["sim", "train", "--steps", "2"], ["--version"]):
+    # the command writes anything), and the help pages (typer prints them through consoles of its own)
+    for argv in (["rules", "list", "--json"], ["cfg", "all-off"], ["sim", "train", "--steps", "2"], ["--version"],
+                 ["--help"], ["cfg", "check", "--help"]):
         read_end, write_end = os.pipe()
         os.close(read_end)
         proc = subprocess.Popen([sys.executable, "-m", "fusebisect", *argv], stdout=write_end,

@@ -81,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         from fusebisect.allocator import tune_allocator
 
         tune_allocator()
+        # typer prints --help through rich consoles of its own, which exit 1 when the reader closed the pipe:
+        # make every console of this process end as SIGPIPE would (141), as ours do
+        from rich.console import Console
+
+        from fusebisect.console import PipeConsole
+
+        Console.on_broken_pipe = PipeConsole.on_broken_pipe  # type: ignore[method-assign]
         # A file name's non-UTF-8 byte is a lone surrogate in Python: print it back as that byte (stdout, as ls
         # does) or as its escape (stderr), not as an internal error, whatever the locale made the streams.
         for stream, errors in ((sys.stdout, "surrogateescape"), (sys.stderr, "backslashreplace")):
