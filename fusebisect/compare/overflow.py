@@ -700,15 +700,23 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
 def _latest_run_only(tree, root: Path) -> list[str]:
     """Keep each device's latest run of a dump_path that holds several (one timestamp directory per run), as
     compare does: ops of two runs are not one execution order. Timestamp directories of different devices are
-    the ranks of one job (each rank's process names its own), so all of them are kept. Returns the note."""
+    the ranks of one job (each rank's process names its own), so all of them are kept; a directory that a later
+    one replaced for any of its devices is an earlier run for all of them. Returns the notes."""
     from fusebisect.compare.tree import latest_run
 
     runs = {e.run for e in tree.entries if e.run is not None}
     if len(runs) < 2:
         return []
+    devices = {e.device for e in tree.entries if e.run is not None}
+    per_device = {device: {e.run for e in tree.entries if e.device == device and e.run is not None}
+                  for device in devices}
+    # one process wrote one timestamp directory: replaced on one device, it is an earlier job's on every device
+    replaced = set().union(*(druns - {latest_run(druns)} for druns in per_device.values()))
     last: dict[str | None, str] = {}
-    for device in {e.device for e in tree.entries if e.run is not None}:
-        last[device] = latest_run(e.run for e in tree.entries if e.device == device)
+    for device, druns in per_device.items():
+        if druns - replaced:
+            last[device] = latest_run(druns - replaced)
+    gone = sorted(str(d) for d in devices if d not in last)   # devices only in replaced directories
     # ranks of one job start within minutes of each other: a device whose latest run began long before the latest
     # one and whose dumps ended before it began is an earlier job's (a dump_path reused by a job on fewer
     # devices). Either alone proves nothing: with overflow detection a rank dumps only when it overflows.
@@ -725,6 +733,10 @@ def _latest_run_only(tree, root: Path) -> list[str]:
     notes = [f"device{'s' if len(stale) > 1 else ''} {', '.join(stale)}: {'their' if len(stale) > 1 else 'its'} "
              f"latest dumps under {root} ended before the latest run ({newest}) began: an earlier job's, left "
              "out"] if stale else []
+    if gone:
+        notes.append(f"device{'s' if len(gone) > 1 else ''} {', '.join(gone)}: only in timestamp directories a later "
+                     "run replaced (the same directory's other devices were dumped again later): an earlier job's, "
+                     "left out")
     if not older:
         return [f"{len(runs)} timestamp directories under {root}, each of other devices: read as the ranks of one "
                 "run"]
