@@ -514,11 +514,37 @@ def test_a_version_1_record_shows_every_status_word(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("unset", [0xFFFFFFFFFFFFFFFF, 0xFFFFFFFF, 0xFFFF])
-def test_an_unset_stream_id_reads_invalid(tmp_path, capsys, unset):
+def test_an_unset_stream_id_is_the_opdebug_file_names_else_reads_invalid(tmp_path, capsys, unset):
+    """The panel, the JSON and the diagnosis show the ids the op dump was looked for by: an unset (all ones) one is
+    read from the Opdebug file's name, with a note; without one there, 'invalid' and any stream."""
+    leaf = leaf_dir(tmp_path / "named", 0)
+    write_opdebug(leaf, new_record(3, unset, 0x20), T0 + 2, "binary")   # Opdebug.Node_OpDebug.1.0.<ts>: stream 0
+    assert main(["overflow", str(tmp_path / "named"), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    [ov] = doc["overflows"]
+    assert (ov["task_id"], ov["stream_id"]) == (3, 0)
+    assert "No op dump with task_id 3, stream_id 0 in this iteration directory" in ov["diagnosis"]
+    assert any("left their task or stream id unset (all ones): read from the Opdebug file's name" in n
+               for n in doc["notes"])
+    leaf = leaf_dir(tmp_path / "bare", 0)
+    arr = np.frombuffer(new_record(3, unset, 0x20), dtype=np.uint8)
+    write_dump(leaf / f"Opdebug.Node_OpDebug.1.{T0 + 2}", op_name="Node_OpDebug", inputs=[],
+               outputs=[TensorSpec(arr, dtype=DT_UINT8)], encoding="binary", dump_time=T0 + 2)
+    assert main(["overflow", str(tmp_path / "bare")]) == 1
+    out = capsys.readouterr().out
+    assert "[StreamId:invalid]" in out and "task_id 3, any stream" in " ".join(out.split())
+
+
+def test_an_unset_task_id_is_the_opdebug_file_names_as_precision_tool_reads_it(tmp_path, capsys):
+    """precision_tool replaces a task id of all ones by the Opdebug file name's: the record is matched to the op
+    dump of that task, not shown as '[?] ?' with an 18-digit task id."""
+    unset = 0xFFFFFFFFFFFFFFFF
     leaf = leaf_dir(tmp_path, 0)
-    write_opdebug(leaf, new_record(3, unset, 0x20), T0 + 2, "binary")
-    assert main(["overflow", str(tmp_path)]) == 1
-    assert "[StreamId:invalid]" in capsys.readouterr().out
+    write_op(leaf, "Add", "add_a", 5, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, old_record(unset, unset, 0x20), T0 + 2, "binary", debug_task=5)
+    assert main(["overflow", str(tmp_path), "--json"]) == 1
+    [ov] = json.loads(capsys.readouterr().out)["overflows"]
+    assert ov["matched"] and ov["op_name"] == "add_a" and (ov["task_id"], ov["stream_id"]) == (5, 0)
 
 
 def test_matching_when_the_dump_name_or_the_record_lacks_a_stream_id(tmp_path):

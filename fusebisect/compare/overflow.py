@@ -366,12 +366,17 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
 
     inputs already abnormal -> look upstream first; clean inputs and a float16 output saturating -> keep the op
     in float32; fused op -> name the fusion rules. ``original_ops`` is the graph's full list;
-    ``output_origins`` the original op each output stands for (all a dump tells without a graph). Returns the
+    ``output_origins`` the original op each output stands for (all a dump tells without a graph); ``task_id`` and
+    ``stream_id``: the ids an unmatched record's op dump was looked for by (None: not known). Returns the
     sentence(s); never raises.
     """
     parts: list[str] = []
-    if not matched:
-        parts.append(f"No op dump with task_id {task_id}, stream_id {stream_id} in this iteration directory: "
+    if not matched and task_id is None:
+        parts.append("The record leaves its task id unset and the Opdebug file's name holds none: no op dump can be "
+                     "matched to it.")
+    elif not matched:
+        where = f"stream_id {stream_id}" if stream_id is not None else "any stream"
+        parts.append(f"No op dump with task_id {task_id}, {where} in this iteration directory: "
                      f"dump all ops together with overflow detection to see this op's tensors.")
     else:
         bad_in = [s for s in inputs if s.abnormal]
@@ -635,6 +640,14 @@ def _record_stream(rec: OverflowRecord, dbg) -> int | None:
     return rec.stream_id if rec.stream_id not in INVALID_IDS else _stream(dbg)
 
 
+def _record_task(rec: OverflowRecord, dbg) -> int | None:
+    """The record's task id; one of all ones (not set) is read from the Opdebug file's own name, as precision_tool
+    does (None when that has none either)."""
+    if rec.task_id not in INVALID_IDS:
+        return rec.task_id
+    return None if dbg.task_id is None or int(dbg.task_id) in INVALID_IDS else int(dbg.task_id)
+
+
 def _match(rec: OverflowRecord, candidates: list, debug_ts: int, stream: int | None = None):
     """The op dump of ``candidates`` (same iteration and task id) this record points at, or None.
 
@@ -789,8 +802,9 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
 
     from fusebisect.compare.dumpfile import read_dump
 
-    found: list[tuple[tuple, OverflowRecord, Any, Any]] = []
+    found: list[tuple[tuple, OverflowRecord, Any, Any, int | None, int | None]] = []
     zero_files = 0
+    from_name = 0           # records whose unset task or stream id was read from the Opdebug file's name
     later: list[str] = []   # matches timestamped after their Opdebug file
     for dbg in debug_entries:
         try:
@@ -819,12 +833,15 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
                 if not rec.overflow:
                     continue
                 any_overflow = True
-                cands = index.get(_leaf_dir(dbg), {}).get(rec.task_id, [])
-                op = _match(rec, cands, dbg.timestamp, _record_stream(rec, dbg))
+                task, stream = _record_task(rec, dbg), _record_stream(rec, dbg)
+                from_name += rec.task_id in INVALID_IDS or rec.stream_id in INVALID_IDS
+                cands = index.get(_leaf_dir(dbg), {}).get(task, []) if task is not None else []
+                op = _match(rec, cands, dbg.timestamp, stream)
                 if op is not None and op.timestamp > dbg.timestamp:
-                    later.append(f"{op.path.name} (task {rec.task_id})")
+                    later.append(f"{op.path.name} (task {task})")
                 ts = op.timestamp if op is not None else dbg.timestamp
-                found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg))
+                found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg,
+                              task, stream))
         if len(failures) == len(dump.outputs):   # not one record decoded: this file tells nothing
             report.unreadable.append((dbg.path, failures[0]))
         elif not any_overflow and (failures or damaged):   # zeros in the part that could be read: no verdict
@@ -833,6 +850,9 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
             zero_files += 1
     if zero_files:
         report.notes.append(f"{zero_files} Opdebug file(s) hold only zero status words (no overflow)")
+    if from_name:
+        report.notes.append(f"{from_name} overflow record(s) left their task or stream id unset (all ones): read from "
+                            "the Opdebug file's name, as precision_tool does")
     if later:
         report.notes.append(f"{len(later)} overflow record(s) matched an op dump timestamped after the Opdebug file "
                             f"(no earlier dump of that task, e.g. {later[0]}): check the op names against the graph")
@@ -840,22 +860,25 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
     # --limit counts ops: the records one op raised (AI Core and DHA in one Opdebug file, say) stay together; an
     # op is the dump matched, else what names the task
     keys = [str(op.path) if op is not None else
-            (str(_leaf_dir(dbg)), rec.task_id, _record_stream(rec, dbg), rec.context_id, rec.thread_id)
-            for _sort, rec, op, dbg in found]
+            (str(_leaf_dir(dbg)), task, stream, rec.context_id, rec.thread_id)
+            for _sort, rec, op, dbg, task, stream in found]
     ordinal: dict = {}
     for key in keys:
         ordinal.setdefault(key, len(ordinal) + 1)
     report.total, report.records = len(ordinal), len(found)
     for k, at in sorted((ordinal[key], at) for at, key in enumerate(keys) if ordinal[key] <= limit):
-        (ts, *_), rec, op, dbg = found[at]
-        report.overflows.append(_explain(rec, op, dbg, ts, gindex, report))
+        (ts, *_), rec, op, dbg, task, stream = found[at]
+        report.overflows.append(_explain(rec, op, dbg, ts, gindex, report, task, stream))
         report.overflows[-1].op_index = k
     return report
 
 
-def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report: OverflowReport) -> Overflow:
+def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report: OverflowReport,
+             task: int | None, stream: int | None) -> Overflow:
+    """The Overflow of one record; ``task``/``stream``: the ids its op dump was looked for by (an unset one read
+    from the Opdebug file's name; None: unknown), which it reports."""
     ov = Overflow(op_type=op.op_type if op is not None else "?", op_name=op.op_name if op is not None else "?",
-                  task_id=rec.task_id, stream_id=rec.stream_id, timestamp=ts, unit=rec.unit, status=rec.status,
+                  task_id=rec.task_id if task is None else task, stream_id=rec.stream_id if stream is None else stream, timestamp=ts, unit=rec.unit, status=rec.status,
                   status_words=rec.status_words, meanings=rec.meanings, context_id=rec.context_id,
                   thread_id=rec.thread_id, matched=op is not None, dump_file=op.path if op is not None else None,
                   opdebug_file=dbg.path, iteration=_iteration_dict(dbg))
@@ -872,7 +895,7 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
         if gtype:
             ov.op_type = gtype
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
-                            matched=ov.matched, task_id=rec.task_id, stream_id=rec.stream_id,
+                            matched=ov.matched, task_id=task, stream_id=stream,
                             pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name,
                             output_origins=ov.output_origins, unreadable=unreadable)
     return ov
