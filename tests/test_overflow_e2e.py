@@ -713,3 +713,32 @@ def test_a_timestamp_directory_replaced_on_one_device_is_an_earlier_run_on_all(t
     assert not any("ranks of one run" in n for n in doc["notes"])
     assert any("only the latest, 20260101000500, is read" in n for n in doc["notes"])
     assert any(n.startswith("device 1: only in timestamp directories a later run replaced") for n in doc["notes"])
+
+
+def test_the_panel_title_shows_op_types_and_names_holding_brackets(tmp_path, capsys):
+    """Dump names allow '[': the title is the literal type and name, not rich markup (which ate '[my_op]' and
+    '[red]')."""
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "my_custom_op", "layer[0]_x", 5, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_op(leaf, "MatMul", "blk[red]_mm", 6, 0, T0 + 2, [CLEAN], [SATURATED], "binary")
+    write_opdebug(leaf, new_record(5, 0, 0x20), T0 + 3, "binary", debug_task=20)
+    write_opdebug(leaf, new_record(6, 0, 0x20), T0 + 4, "binary", debug_task=21)
+    assert main(["overflow", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "[1] [my_custom_op] layer[0]_x" in out and "[2] [MatMul] blk[red]_mm" in out
+
+
+def test_the_html_report_says_how_many_ops_the_limit_left_out_and_where_each_op_is(tmp_path):
+    """The HTML holds what the terminal shows: the total beyond --limit, each op's iteration directory, and its
+    dump and Opdebug files."""
+    leaf = leaf_dir(tmp_path, 0)
+    for i in range(4):
+        write_op(leaf, "Mul", f"mul{i}", 10 + i, 0, T0 + 10 * i, [CLEAN], [SATURATED], "binary")
+        write_opdebug(leaf, new_record(10 + i, 0, 0x20), T0 + 10 * i + 1, "binary", debug_task=30 + i)
+    html = tmp_path / "o.html"
+    assert main(["overflow", str(tmp_path), "--limit", "2", "--html", str(html)]) == 1
+    text = " ".join(html.read_text(encoding="utf-8").split())
+    assert "4 overflowing ops in all; showing the first 2 (--limit 2)." in text
+    assert "iteration dir: <code>0/ge_default/1/0</code>" in text
+    assert f"Mul.mul0.10.0.{T0}</code>" in text and "Opdebug.Node_OpDebug.30.0." in text
+    assert "mul2" not in text

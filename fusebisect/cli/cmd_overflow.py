@@ -107,11 +107,9 @@ def _render(report) -> None:
             body.add_row(Text(f"dump: {_rel(ov.dump_file, report.dump_dir)}", style="dim", overflow="fold"))
         body.add_row(Text(f"=> {ov.diagnosis}", style="bold cyan"))
         title = f"[{ov.op_index or n}] [{ov.op_type}] {ov.op_name}"
-        console.print(Panel(body, title=title, title_align="left", expand=False))
-    shown = len({ov.op_index for ov in report.overflows})
-    if report.total > shown:
-        records = f" ({report.records} records)" if report.records > report.total else ""
-        console.print(f"{report.total} {what} in all{records}; showing the first {shown} (--limit {report.limit}).")
+        console.print(Panel(body, title=Text(title), title_align="left", expand=False))   # (names are not markup)
+    if report.limit_text():
+        console.print(report.limit_text())
 
 
 def register(app: typer.Typer) -> None:
@@ -146,7 +144,7 @@ def register(app: typer.Typer) -> None:
             from fusebisect.report.html import render_overflow
             atomic_write_text(html_out, render_overflow(report.to_json()["overflows"], dump_dir=str(dump_dir),
                                                         unreadable=report.unreadable_summary(),
-                                                        notes=report.notes))
+                                                        notes=report.notes, shown=report.limit_text()))
             common.log(f"wrote {html_out}")
         if json_out:
             common.print_json(report.to_json())

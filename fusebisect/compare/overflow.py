@@ -511,6 +511,16 @@ class OverflowReport:
         return (f"{len(self.unreadable)} of {self.files_read} {kind} could not be read "
                 f"(first: {path}: {' '.join(reason.split())})")
 
+    def limit_text(self) -> str:
+        """``'N overflowing ops in all (R records); showing the first M (--limit L).'``, or '' when every op found is
+        shown."""
+        shown = len({ov.op_index for ov in self.overflows})
+        if self.total <= shown:
+            return ""
+        what = "abnormal ops (scan)" if self.mode == "scan" else "overflowing ops"
+        records = f" ({self.records} records)" if self.records > self.total else ""
+        return f"{self.total} {what} in all{records}; showing the first {shown} (--limit {self.limit})."
+
     def to_json(self) -> dict:
         """``{"overflows": [...], "total", "mode", "limit", "opdebug_files", "unreadable", "scanned", "problems",
         "notes"}``."""

@@ -218,9 +218,10 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
 
 
 def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unreadable: str = "",
-                    notes: Sequence[str] = ()) -> str:
+                    notes: Sequence[str] = (), shown: str = "") -> str:
     """The HTML report of ``fusebisect overflow`` from its JSON entries (execution order). ``unreadable``: the
-    summary of the files that could not be read (then no overflow found is no verdict). Returns the text."""
+    summary of the files that could not be read (then no overflow found is no verdict); ``shown``: how many ops
+    were found in all when --limit left some out. Returns the text."""
     if overflows:
         o = overflows[0]
         how = ("found by scanning the op dumps" if o.get("unit") == "scan" else   # no Opdebug record, no status
@@ -231,6 +232,8 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
         body = [verdict("inconclusive", f"<b>No overflow found in what could be read</b>: {esc(unreadable)}")]
     else:
         body = [verdict("clean", "<b>No overflow found.</b>")]
+    if shown:
+        body.append(f"<p>{esc(shown)}</p>")
     if overflows and unreadable:
         body.append(f"<p><b>Not read:</b> {esc(unreadable)}</p>")
     def extreme(s: dict, which: str) -> str:
@@ -253,8 +256,20 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
         if stats:
             parts.append(table(["tensor", "index", "dtype", "shape", "min", "max", "mean", "NaN", "+Inf", "-Inf",
                                 "fp16 saturated"], stats))
+        it = o.get("iteration") or {}
+        where = "/".join(str(it[k]) for k in ("device", "model_name", "model_id", "iteration") if it.get(k))
+        if where:
+            parts.append(f"<p>iteration dir: <code>{esc(where)}</code></p>")
         if o.get("pass_names"):
             parts.append(f"<p>fusion rules of this op: <code>{esc(', '.join(o['pass_names']))}</code></p>")
+        if o.get("original_ops"):
+            parts.append(f"<p>original ops: <code>{esc(', '.join(o['original_ops']))}</code></p>")
+        elif o.get("output_origins"):   # the dump names one origin per output, not every op a fused op replaced
+            label = "output's origin" if len(o["output_origins"]) == 1 else "outputs' origins"
+            parts.append(f"<p>{label}: <code>{esc(', '.join(o['output_origins']))}</code></p>")
+        for key, label in (("dump_file", "op dump"), ("opdebug_file", "Opdebug record")):
+            if o.get(key):
+                parts.append(f"<p>{label}: <code>{esc(o[key])}</code></p>")
         if o.get("diagnosis"):
             parts.append(f"<p><b>Diagnosis:</b> {esc(o['diagnosis'])}</p>")
         body.append(section(f"{o.get('op_index') or n}. {o.get('op_name')}", *parts))
