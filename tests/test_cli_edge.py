@@ -234,3 +234,8 @@ def test_small_usage_errors_are_one_line_and_say_why(tmp_path, capsys):
                       inputs=[np.ones(3, np.float32)], outputs=[np.ones(3, np.float32)])
     assert main(["dump", "convert", str(dump), "--out", str(tmp_path / "d")]) == 2
     assert "the .npy files would mix into its dumps" in capsys.readouterr().err
+    # a new directory inside it too (compare walks it), said of the file's directory, not as if it were the input
+    assert main(["dump", "convert", str(dump), "--out", str(tmp_path / "d" / "npy")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {tmp_path / 'd' / 'npy'}: is inside the directory of {dump}, a dump directory" in err, err
+    assert not (tmp_path / "d" / "npy").exists()

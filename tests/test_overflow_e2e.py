@@ -742,3 +742,19 @@ def test_the_html_report_says_how_many_ops_the_limit_left_out_and_where_each_op_
     assert "iteration dir: <code>0/ge_default/1/0</code>" in text
     assert f"Mul.mul0.10.0.{T0}</code>" in text and "Opdebug.Node_OpDebug.30.0." in text
     assert "mul2" not in text
+
+
+def test_one_opdebug_file_given_is_matched_against_the_op_dumps_of_its_directory(tmp_path, capsys):
+    """`overflow DIR/Opdebug.Node_OpDebug...`: that file's record, matched to the op dump beside it (not
+    'No op dump with task_id 5' when the dump is right there); the directory's other records are not read."""
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 5, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    write_op(leaf, "Mul", "mul1", 6, 0, T0 + 3, [CLEAN], [SATURATED], "binary")
+    first = write_opdebug(leaf, new_record(5, 0, 0x20), T0 + 2, "binary", debug_task=20)
+    second = write_opdebug(leaf, new_record(6, 0, 0x20), T0 + 4, "binary", debug_task=21)
+    assert main(["overflow", str(second), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [(o["op_name"], o["matched"]) for o in doc["overflows"]] == [("mul1", True)]
+    assert any(n.startswith(f"{second.name}: only this Opdebug file's records are read") for n in doc["notes"])
+    assert main(["overflow", str(first), "--json"]) == 1
+    assert [o["op_name"] for o in json.loads(capsys.readouterr().out)["overflows"]] == ["add1"]

@@ -184,11 +184,15 @@ def register(app: typer.Typer) -> None:
         check_output_file(out, "--out", directory=True)
         # a single dump file's own directory is input data too: .npy files there would mix into the dumps (and
         # compare reads a directory holding .npy files as golden data)
-        if path.is_file() and out.exists() and out.resolve() == path.parent.resolve():
-            raise UsageError(f"--out {out_text}: that is the directory of {path}, a dump directory; the .npy files "
-                             "would mix into its dumps (and make compare read it as golden data): write them "
-                             "elsewhere")
-        refuse_inside_inputs(out, "--out", [path.parent if path.is_file() else path], new_file_ok=False)
+        if path.is_file():
+            home = path.parent.resolve()
+            where = out.resolve()
+            if where == home or where.is_relative_to(home):
+                what = "is the directory" if where == home else "is inside the directory"
+                raise UsageError(f"--out {out_text}: {what} of {path}, a dump directory; the .npy files would mix "
+                                 "into its dumps (and make compare read it as golden data): write them elsewhere")
+        else:
+            refuse_inside_inputs(out, "--out", [path], new_file_ok=False)
         files, bad = [], []
         if path.is_file():
             files = convert_file(path, out, fmt, bad)

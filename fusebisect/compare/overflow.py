@@ -702,11 +702,21 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         raise DumpFormatError("no such file or directory", path=root)
     gindex = _GraphIndex(_load_graph(graph))
     tree = scan_dumps(root)
+    one_record = None
+    if not scan and root.is_file() and tree.entries and _is_debug(tree.entries[0]):
+        # one Opdebug file: its records, matched against the op dumps of its own directory (the iteration's)
+        one_record = tree.entries[0].path
+        tree = scan_dumps(root.parent)
+        tree.entries = [e for e in tree.entries if not _is_debug(e) or e.path == one_record]
+        tree.bad = [(p, why) for p, why in tree.bad if not Path(p).name.startswith("Opdebug")]
     if not tree.entries:   # nothing to look at is not "no overflow"
         what = f" ({len(tree.bad)} files whose names are not dump file names)" if tree.bad else ""
         raise DumpFormatError(f"no dump files here{what} (neither Opdebug records nor op dumps): give the dump "
                               "directory of a run", path=root)
     notes = _latest_run_only(tree, root)
+    if one_record is not None:
+        notes.append(f"{root.name}: only this Opdebug file's records are read, matched against the op dumps of its "
+                     "directory")
     if scan:
         report = _scan(root, tree, gindex, limit)
     else:
