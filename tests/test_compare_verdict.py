@@ -551,6 +551,27 @@ def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, cap
     assert sum(r.compared for r in report.rows) == 4 and "device 0, iteration 0 only" in report.notes[0]
 
 
+def test_the_msaccucmp_engine_compares_the_leaf_the_native_engine_compares(tmp_path, capsys, msaccucmp):
+    """msaccucmp compares one flat directory and takes the newest file of each name: a root holding another
+    iteration or device on my side was flattened whole, so another step's (or device's) values were compared
+    with the golden's, a divergence that is not there."""
+    def leaf(side, device, iteration):
+        return tmp_path / side / "20260101000000" / str(device) / "net" / "1" / str(iteration)
+
+    for side, leaves in (("my", ((0, 0, X), (0, 1, X * 3 - 1), (1, 0, -X))), ("gold", ((0, 0, X),))):
+        for device, it, data in leaves:
+            leaf(side, device, it).mkdir(parents=True)
+            write_dump(leaf(side, device, it) / f"Add.a.1.0.{TS + 10 * it + device}", op_name="a", inputs=[X],
+                       outputs=[data], encoding="nano")
+    outs = []
+    for engine in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json", *engine])
+        doc = json.loads(capsys.readouterr().out)
+        outs.append((rc, doc["first_divergence"], [n for n in doc["notes"] if "compared device 0, iteration 0" in n]))
+    assert outs[0][:2] == outs[1][:2] == (0, None)
+    assert outs[0][2] == outs[1][2] and len(outs[1][2]) == 1
+
+
 def test_a_dump_root_holding_two_runs_compares_the_latest_run_only(tmp_path):
     """A dump_path reused by two runs holds two timestamp directories with the same device/model/iteration: an op
     the latest run did not dump must not be taken from the earlier run."""

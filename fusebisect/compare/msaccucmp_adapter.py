@@ -52,18 +52,20 @@ def find_msaccucmp(path: str | os.PathLike[str] | None = None) -> Path:
                      "(looked in $ASCEND_TOOLKIT_HOME, $ASCEND_HOME_PATH, /usr/local/Ascend/*/tools/operator_cmp/compare/)")
 
 
-def _flat_dir(path: Path, workdir: Path, label: str) -> Path:
-    """A flat directory holding every dump file of ``path`` (the path itself when it already is one)."""
-    from fusebisect.compare.tree import scan_dumps
+def _flat_dir(path: Path, tree, workdir: Path, label: str) -> Path:
+    """A flat directory holding the dump files of ``tree`` (one leaf of ``path``, see ``tree.one_leaf``): the path
+    itself when it already is one, else symlinks in ``workdir`` (with the leaf's mapping.csv of hashed names)."""
     if path.is_dir() and all((path / n).is_file() or n.startswith(".") for n in os.listdir(path)):
         return path
-    tree = scan_dumps(path)
     flat = workdir / label
     flat.mkdir()
     for entry in tree.entries:
         link = flat / entry.path.name
         if not link.exists():
             os.symlink(entry.path.resolve(), link)
+        mapping = entry.path.parent / "mapping.csv"
+        if mapping.is_file() and not (flat / "mapping.csv").exists():
+            os.symlink(mapping.resolve(), flat / "mapping.csv")
     return flat
 
 
@@ -78,14 +80,19 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     (its last log lines are in the message).
     """
     from fusebisect.compare.graph import load_graph, write_atc_json
-    from fusebisect.compare.tree import is_golden_dir, scan_dumps
+    from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps
 
     script = find_msaccucmp(script)
     my_path, golden_path = Path(my), Path(golden)
+    # msaccucmp compares one leaf directory: a root holding several iterations, devices or runs is cut to the
+    # leaf the native engine compares (flattened, they would mix: msaccucmp takes the newest file of each name)
+    golden_npy = is_golden_dir(golden_path)
+    my_tree, golden_tree, leaf_notes = one_leaf(scan_dumps(my_path),
+                                                None if golden_npy else scan_dumps(golden_path))
     with tempfile.TemporaryDirectory(prefix="fusebisect_msaccucmp_") as tmp:
         work = Path(tmp)
-        my_flat = _flat_dir(my_path, work, "my")
-        golden_flat = golden_path if is_golden_dir(golden_path) else _flat_dir(golden_path, work, "golden")
+        my_flat = _flat_dir(my_path, my_tree, work, "my")
+        golden_flat = golden_path if golden_npy else _flat_dir(golden_path, golden_tree, work, "golden")
         argv = [sys.executable, str(script), "compare", "-m", str(my_flat), "-g", str(golden_flat)]
         graph = None
         if my_graph is not None:
@@ -116,8 +123,9 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             # binary dumps need CANN's parser library; msaccucmp then fills its CSV with "no dump file" rows
             raise FusebisectError(f"msaccucmp could not read the dumps: {missing.group(0).strip()} (binary dumps "
                                   f"need CANN's {missing.group(1)}; the native engine needs no CANN)")
+    report.notes[:0] = leaf_notes
     timestamps = {}
-    for entry in scan_dumps(my_path).entries:
+    for entry in my_tree.entries:
         timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
     for row in report.rows:
         row.timestamp = timestamps.get(mp.lookup_name(row.tensor.split(":")[0]), 0) if row.tensor != NAN_TEXT else 0
