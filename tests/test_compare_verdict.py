@@ -551,6 +551,30 @@ def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, cap
     assert sum(r.compared for r in report.rows) == 4 and "device 0, iteration 0 only" in report.notes[0]
 
 
+def test_the_msaccucmp_engine_rests_no_verdict_on_an_integer_tensor_against_a_float_golden(tmp_path, capsys,
+                                                                                          msaccucmp):
+    """An int32 accumulator against its float32 golden: msaccucmp's row is kept, no verdict rests on it (the
+    native engine's rule); an integer scalar is still judged."""
+    rng = np.random.default_rng(0)
+    golden = rng.standard_normal(64).astype(np.float32)
+    for side, conv, scalar in (("my", (golden * 100 + rng.integers(-300, 300, 64)).astype(np.int32),
+                                np.array([3], np.int32)),
+                               ("gold", golden, np.array([5.0], np.float32))):
+        write_dump(tmp_path / side / f"Conv2D.conv_q.1.0.{TS}", op_name="conv_q", inputs=[], outputs=[conv],
+                   encoding="nano")
+        write_dump(tmp_path / side / f"Add.s.2.0.{TS + 1}", op_name="s", inputs=[], outputs=[scalar],
+                   encoding="nano")
+    seen = []
+    for engine in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json", *engine])
+        doc = json.loads(capsys.readouterr().out)
+        judged = {t["tensor"]: (t["judged"], t["reason"]) for t in doc["tensors"]}
+        seen.append((rc, doc["first_divergence"]["tensor"], judged["conv_q:output:0"]))
+    assert seen[0] == seen[1]
+    assert seen[1] == (1, "s:output:0", (False, "int32 against a float32 golden: a quantized value before its "
+                                               "scale, not judged"))
+
+
 def test_the_msaccucmp_engine_compares_the_leaf_the_native_engine_compares(tmp_path, capsys, msaccucmp):
     """msaccucmp compares one flat directory and takes the newest file of each name: a root holding another
     iteration or device on my side was flattened whole, so another step's (or device's) values were compared

@@ -451,15 +451,23 @@ def _scalar(v: np.ndarray) -> complex | None:
         return None
 
 
+def quantized_against_float(my_dtype: str, golden_dtype: str, size: int) -> str | None:
+    """The note of a row no verdict rests on, or None: an integer tensor (an int32 accumulator, an int8 activation)
+    against a float golden is a quantized value before its per-channel scale and offset, and its cosine with the
+    golden says nothing (msaccucmp keeps the row). Dtypes by their numpy names; ``size``: elements (a scalar is
+    judged)."""
+    if size > 1 and my_dtype.startswith(("int", "uint")) and golden_dtype.startswith(("float", "bfloat")):
+        return f"{my_dtype} against a {golden_dtype} golden: a quantized value before its scale, not judged"
+    return None
+
+
 def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     """What the verdict needs beyond msaccucmp's metrics: NaN/Inf (:func:`_count_nonfinite`) and, for a scalar
     (a loss: its cosine is 1 whatever the values), the relative error."""
-    if x.dtype.kind in "iu" and y.dtype.kind in "fV" and x.size > 1:
-        # a quantized value (an int32 accumulator, an int8 activation) before its per-channel scale and offset:
-        # its cosine with the float golden says nothing (msaccucmp keeps the row; no verdict rests on it)
+    note = quantized_against_float(str(x.dtype), str(_numeric(y[:0]).dtype), x.size)
+    if note:
         row.judged = False
-        row.note = (f"{x.dtype} against a {_numeric(y[:0]).dtype} golden: a quantized value before its scale, not "
-                    f"judged")
+        row.note = note
         return
     _count_nonfinite(row, x, y)
     _overflowed_cosine(row, x, y)

@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from fusebisect.compare import mapping as mp
-from fusebisect.compare.engine import SCALAR_FLOOR, CompareReport, CompareRow, first_divergence
+from fusebisect.compare.engine import (SCALAR_FLOOR, CompareReport, CompareRow, first_divergence,
+                                       quantized_against_float)
 from fusebisect.compare.metrics import ALGORITHMS, NAN_TEXT, Value, nan_value
 from fusebisect.compare.pbtext import decode_text
 from fusebisect.errors import FusebisectError, UsageError
@@ -278,7 +279,12 @@ def read_result_csv(path, *, cosine: float = 0.99, max_abs_error: float | None =
             golden_address=_int_or_none(cells[golden_addr_col]) if golden_addr_col is not None else None,
             pass_names=list(info.pass_names) if info else [], ub_pass_name=info.ub_pass_name if info else None,
             original_ops=list(info.original_op_names) if info else [])
-        _judge_nan_cells(row)
+        note = (quantized_against_float(row.my_dtype, row.golden_dtype, math.prod(shape))
+                if row.my_dtype and row.golden_dtype and shape is not None else None)
+        if note:   # as the native engine: the row is kept, no verdict rests on it
+            row.judged, row.note = False, note
+        else:
+            _judge_nan_cells(row)
         out.append(row)
     unmatched = [{"op": r.my_op, "side": "my" if "my output" in r.fail_reason else "golden",
                   "reason": r.fail_reason} for r in out if "There is no" in r.fail_reason]
