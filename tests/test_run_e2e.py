@@ -175,10 +175,11 @@ def test_dumps_of_a_job_that_writes_no_graph_are_invalid_never_bad(capsys, tmp_p
     rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--", "env", "-u", "DUMP_GE_GRAPH",
                       *SIM, "--faulty", "LayerNormFusionPass", "--dump-step", "0", "--steps", "2")
     assert rc == 1 and j["status"] == "inconclusive" and j["culprits"] == [], err
-    baseline = j["trials"][0]
-    assert baseline["outcome"] == "invalid"
-    assert baseline["reason"] == (f"dumps: no GE graph dump in {baseline['trial_dir']}/graph: fused ops cannot be "
-                                  f"mapped")
+    # the reference every run is compared with is the run that cannot serve: it is the one retried and named
+    refs = [t for t in j["trials"] if t["role"] == "reference" or t["config_off"] == j["candidate_rules"]]
+    assert len(refs) == 2 and all(t["outcome"] == "invalid" for t in refs)
+    assert refs[0]["reason"] == f"dumps: no GE graph dump in {refs[0]['trial_dir']}/graph: fused ops cannot be mapped"
+    assert j["message"].startswith("The all-candidates-off reference run was INVALID twice (run 2: dumps: no GE")
     assert not any(t["outcome"] == "bad" for t in j["trials"])
 
 

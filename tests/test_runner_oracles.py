@@ -227,3 +227,24 @@ def test_parse_check():
         parse_check("a 'b")
     with pytest.raises(UsageError, match="--check needs a command, got the option '--jobs'"):
         parse_check("--jobs")
+
+
+def test_a_reference_without_dumps_or_graph_is_invalid_itself_not_the_runs_compared_with_it(tmp_path):
+    """--dumps compares every run with the all-off run's dumps and graph: a reference that wrote none cannot
+    serve, and it is the run to retry (were it GOOD, the baseline would be blamed and rerun for nothing)."""
+    import numpy as np
+
+    from fusebisect.compare.dumpfile import write_dump
+    from fusebisect.runner.oracles import DumpsSpec
+
+    paths = TrialPaths(trial_dir=tmp_path / "ref", switch_file=None)
+    judge = Judge(dumps=DumpsSpec(graphs=True))
+    v = judge.judge(m(), reference=None, is_reference=True, paths=paths)
+    assert v.outcome == INVALID and v.reason == (f"the all-candidates-off reference run wrote no dumps "
+                                                 f"({paths.dump_dir}): nothing to compare runs with")
+    write_dump(paths.dump_dir / "Add.a.1.0.1700000000000001", op_name="a", inputs=[], outputs=[np.ones(2)])
+    v = judge.judge(m(), reference=None, is_reference=True, paths=paths)
+    assert v.outcome == INVALID and v.reason == (f"dumps: no GE graph dump in {paths.graph_dir}: fused ops cannot "
+                                                 "be mapped")
+    # graph dumps not asked for (--no-graph-dump is refused with --dumps, but the spec allows it): dumps suffice
+    assert Judge(dumps=DumpsSpec()).judge(m(), reference=None, is_reference=True, paths=paths).outcome == GOOD

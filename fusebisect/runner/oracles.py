@@ -322,12 +322,25 @@ class Judge:
 
     def _judge_dumps(self, paths: TrialPaths | None, reference_paths: TrialPaths | None,
                      is_reference: bool) -> Verdict:
+        spec = self.dumps
+        assert spec is not None
         if is_reference:
+            # every run is compared with this one's dumps (and graph): without them it is no reference, and the
+            # run to retry is this one, not the next run compared with it
+            if paths is not None and not has_dumps(paths):
+                return Verdict(INVALID, f"the all-candidates-off reference run wrote no dumps ({paths.dump_dir}): "
+                                        "nothing to compare runs with")
+            if paths is not None and spec.graphs:
+                try:
+                    graph = _reference_graph(paths.graph_dir)
+                except FusebisectError as exc:
+                    return Verdict(INVALID, f"dumps: the reference run's graph: {exc}")
+                if graph is None:
+                    return Verdict(INVALID, f"dumps: no GE graph dump in {paths.graph_dir}: fused ops cannot be "
+                                            "mapped")
             return Verdict(GOOD, "reference")
         if reference_paths is None or paths is None:
             return Verdict(UNKNOWN, PENDING)
-        spec = self.dumps
-        assert spec is not None
         try:
             report = compare_trial_dumps(paths, reference_paths, cosine=spec.cosine,
                                          max_abs_error=spec.max_abs_error, require_graphs=spec.graphs)
