@@ -759,3 +759,14 @@ def test_nc1hwc0_of_an_nhwc_graph_is_compared_without_its_padding(tmp_path):
         assert not row.fail_reason, (graphs, row.fail_reason)
         assert row.cosine == pytest.approx(1.0, abs=1e-5) and row.max_abs_error == pytest.approx(1e-3, rel=1e-3)
         assert report.first_divergence is None
+
+
+def test_a_zero_dimensional_golden_is_compared(tmp_path):
+    """A golden .npy holding a 0-d array (a loss saved with np.save(x.item())): compared as a scalar."""
+    write_dump(tmp_path / "my" / f"ReduceMeanD.loss.1.0.{TS}", op_name="loss", inputs=[],
+               outputs=[np.array([2.0], np.float32)])
+    (tmp_path / "gold").mkdir()
+    np.save(tmp_path / "gold" / f"loss.0.{TS}.npy", np.array(2.0, np.float32))
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold")
+    assert [(r.tensor, r.compared) for r in report.rows] == [("loss:output:0", True)]
+    assert report.first_divergence is None

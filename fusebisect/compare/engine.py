@@ -464,7 +464,7 @@ def quantized_against_float(my_dtype: str, golden_dtype: str, size: int) -> str 
 def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     """What the verdict needs beyond msaccucmp's metrics: NaN/Inf (:func:`_count_nonfinite`) and, for a scalar
     (a loss: its cosine is 1 whatever the values), the relative error."""
-    note = quantized_against_float(str(x.dtype), str(_numeric(y[:0]).dtype), x.size)
+    note = quantized_against_float(str(x.dtype), str(_numeric(y.reshape(-1)[:0]).dtype), x.size)
     if note:
         row.judged = False
         row.note = note
