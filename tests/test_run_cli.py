@@ -415,6 +415,30 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
     assert "wrote no fusion_result.json or Build graph, unlike the baseline: a compile cache" in j["message"]
 
 
+def test_a_found_answer_says_when_the_reference_run_compiled_nothing(capsys, tmp_path):
+    """Only the all-off run writes no fusion_result.json (a cached build): it is the reference, exempt from the
+    per-run check, so a found answer notes that nothing shows the switch file was read there."""
+    job = tmp_path / "job.py"
+    job.write_text("""import json, os, pathlib
+switch = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {}).get("GraphFusion", {})
+rules = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass", "SoftmaxFusionPass"]
+on = [r for r in rules if switch.get(r) != "off"]
+if on:
+    stats = {r: {"match_times": "1", "effect_times": "1"} for r in on}
+    pathlib.Path(os.environ["ASCEND_WORK_PATH"], "fusion_result.json").write_text(
+        json.dumps({"s_0": {"graph_fusion": stats}}))
+print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
+""")
+    rc = main(["-q", "run", "--json", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+               sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]], j["message"]
+    ref = next(t["index"] for t in j["trials"] if t["role"] == "reference")
+    base = next(t["index"] for t in j["trials"] if t["role"] == "baseline")
+    assert (f"the all-candidates-off run (run {ref}) wrote no fusion_result.json or Build graph, unlike the baseline "
+            f"(run {base}): nothing shows the switch file was read there (a compile cache?)") in j["notes"]
+
+
 def test_a_rule_that_ignores_off_only_with_others_off_is_tried_alone_before_any_verdict(capsys, tmp_path):
     """GeluFusionPass (the culprit) ignores "off" when more than two rules are off: the all-off reference showed it
     still fired, so it was left out, and the search would end not_reproduced. Run alone off, its switch takes

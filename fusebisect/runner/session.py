@@ -1328,6 +1328,12 @@ class Session:
                     f"means like that reference, so {'it' if len(stuck) == 1 else 'they'} may be the cause, which "
                     f"the culprits found only make visible. Say what a good run is (--expect VALUE or --check "
                     f"CMD) to tell."))
+            if result.status == "found" and (unchecked := self._unchecked_references()) is not None:
+                refs, base = unchecked
+                self.notes.append(f"the all-candidates-off run{'s' if len(refs) > 1 else ''} (run "
+                                  f"{', '.join(str(r.index) for r in refs)}) wrote no fusion_result.json or Build "
+                                  f"graph, unlike the baseline (run {base.index}): nothing shows the switch file was "
+                                  "read there (a compile cache?)")
             if result.status == "found" and self._relative_only() and \
                     all(c.direction == "on" for c in result.culprits):
                 # the reference may be the broken run: a rule bad while OFF then reads as bad while on
@@ -1515,15 +1521,23 @@ class Session:
                 found += sorted(r for r in passes & excluded if r not in found)
         return found
 
-    def _switch_unchecked(self, what: str) -> str | None:
-        """When the all-off runs wrote no fusion_result.json or Build graph but the baseline did, the verdict on
-        them rests on a switch nothing shows was read (a compile cache hit compiles nothing, so it writes
-        neither): the message saying so (``what``: what those runs showed), else None."""
+    def _unchecked_references(self) -> tuple[list[TrialRecord], TrialRecord] | None:
+        """(the judged all-off runs, the baseline) when none of those runs wrote a fusion_result.json or Build graph
+        but the baseline did: nothing shows they read their switch file (a compile cache hit compiles nothing, so
+        it writes neither); else None."""
         refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome in (GOOD, BAD)]
         base = self.baseline_record()
         if not refs or base is None or not self._wrote_evidence(base.paths) or \
                 any(self._wrote_evidence(r.paths) for r in refs):
             return None
+        return refs, base
+
+    def _switch_unchecked(self, what: str) -> str | None:
+        """When the all-off runs' switch is unchecked (:meth:`_unchecked_references`), the verdict on them rests on
+        it: the message saying so (``what``: what those runs showed), else None."""
+        if (unchecked := self._unchecked_references()) is None:
+            return None
+        refs, base = unchecked
         return (f"With all {len(self.candidates)} candidate rules off {what}, but "
                 f"{'that run' if len(refs) == 1 else 'those runs'} (run {', '.join(str(r.index) for r in refs)}) "
                 f"wrote no fusion_result.json or Build graph, unlike the baseline (run {base.index}): the job did not "
