@@ -73,6 +73,7 @@ def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):
         assert (target / rel).exists() and not (w / rel).exists()
     assert (target / "report.md").read_text() == "report.md" and (target / "trials" / "0001-abc").is_dir()
     assert (w / "switch" / "fusion_switch.x.cfg").read_text() == "shared"  # content-hashed, shared by runs
+    assert (target / "switch" / "fusion_switch.x.cfg").read_text() == "shared"   # the run set aside keeps a copy
     (w / "journal.jsonl").write_text("second")
     second, _ = set_aside_previous_run(w)
     assert second != target and (second / "journal.jsonl").read_text() == "second"

@@ -541,6 +541,27 @@ def test_fresh_also_sets_aside_a_production_file_written_with_output(target, tmp
     assert RULES[1] in (old / "outside" / "prod.cfg").read_text()
 
 
+def test_the_report_of_a_run_set_aside_points_at_its_own_files(target, tmp_path, capsys):
+    """`report WORKDIR/previous/TIME`: its repro commands name switch files that exist (switch/ went along), and
+    its production file is the copy set aside (outside/NAME), not the -o path the next run wrote again."""
+    from fusebisect.cli.app import main
+
+    out = tmp_path / "out" / "prod.cfg"
+    out.parent.mkdir()
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    target.env["T_FAULTY"] = RULES[2]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out, fresh=True).run().run_json["status"] \
+        == "found"
+    [old] = (tmp_path / "w" / "previous").iterdir()
+    assert main(["report", str(old), "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["switch_file"] == str(old / "outside" / "prod.cfg") and RULES[1] in Path(j["switch_file"]).read_text()
+    for side in ("good", "bad"):
+        switch = next(a.split("=", 1)[1] for a in j["repro"][side] if a.startswith("FUSEBISECT_SWITCH_FILE="))
+        assert switch.startswith(str(old / "switch")) and Path(switch).is_file(), switch
+
+
 def test_fresh_leaves_a_production_file_another_run_wrote_since(target, tmp_path):
     """Two workdirs share -o: the second run's file is current. --fresh in the first workdir must not take it
     away into the first run's history."""
@@ -557,6 +578,24 @@ def test_fresh_leaves_a_production_file_another_run_wrote_since(target, tmp_path
     session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out, fresh=True).run()
     assert not list((tmp_path / "w" / "previous").glob("*/outside/prod.cfg"))   # not moved into this history
     assert RULES[2] in out.read_text() or any(RULES[2] in b.read_text() for b in out.parent.glob("prod.cfg.bak*"))
+
+
+def test_fresh_in_a_copy_of_a_workdir_leaves_the_originals_production_file(target, tmp_path):
+    """cp -r A B, then --fresh in B: B's own fusion_switch.cfg is set aside, never A's (the journal names A as
+    where the run began, and its result.json A's production file)."""
+    import shutil
+
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)").run().run_json["status"] == "found"
+    original = (tmp_path / "w" / "fusion_switch.cfg").read_text()
+    shutil.copytree(tmp_path / "w", tmp_path / "copy")
+    target.env["T_FAULTY"] = RULES[2]
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", workdir=tmp_path / "copy", fresh=True).run()
+    assert res.run_json["status"] == "found"
+    assert (tmp_path / "w" / "fusion_switch.cfg").read_text() == original      # the original keeps its fix
+    [old] = (tmp_path / "copy" / "previous").iterdir()
+    assert (old / "fusion_switch.cfg").read_text() == original and not (old / "outside").exists()
+    assert RULES[2] in (tmp_path / "copy" / "fusion_switch.cfg").read_text()
 
 
 def test_a_culprit_named_below_the_confidence_is_no_found(target, tmp_path):

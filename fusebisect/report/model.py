@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.errors import FusebisectError
-from fusebisect.runner.journal import JOURNAL_NAME, Journal, decode_float, workdir_holder
+from fusebisect.runner.journal import JOURNAL_NAME, Journal, decode_float, production_digest, workdir_holder
 
 
 @dataclass
@@ -151,6 +151,7 @@ def load_run_view(workdir: str | Path) -> RunView:
         raise FusebisectError(f"a record has a field of the wrong type ({exc}); fix or move the journal aside "
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
     _rebase(view, workdir.absolute())
+    _archived_production(view, workdir.absolute())
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
     view.holder = holder
     last = max((t.number for t in view.trials), default=0)
@@ -189,6 +190,25 @@ def _rebase(view: RunView, workdir: Path) -> None:
         t.trial_dir, t.switch_file = here(t.trial_dir), here(t.switch_file)
     if view.result is not None:
         view.result = here(view.result)
+
+
+def _archived_production(view: RunView, workdir: Path) -> None:
+    """A run set aside by --fresh (WORKDIR/previous/TIME) took its -o production file along, as outside/NAME, and
+    the next run wrote the -o path again: the file shown is the one holding what this run wrote."""
+    path = (view.result or {}).get("switch_file")
+    digest = (view.result or {}).get("switch_file_sha256")
+    if not path or not digest or Path(path).is_relative_to(workdir):
+        return
+    kept = workdir / "outside" / Path(path).name
+
+    def holds(candidate: Path) -> bool:
+        try:
+            return candidate.is_file() and production_digest(candidate) == digest
+        except OSError:
+            return False
+
+    if not holds(Path(path)) and holds(kept):
+        view.result = {**view.result, "switch_file": str(kept)}
 
 
 def production_cfg_text(view: RunView) -> str | None:

@@ -130,12 +130,29 @@ def production_digest(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def journaled_workdir(workdir: str | os.PathLike[str]) -> Path | None:
+    """The workdir as the journal's start record names it (where the run began: ``workdir`` may be a copy, or
+    the workdir renamed since), or None without a readable start record."""
+    try:
+        with open(Path(workdir) / JOURNAL_NAME, encoding="utf-8") as handle:
+            start = json.loads(handle.readline())
+        return Path(start["workdir"]) if start.get("event") == "start" and start.get("workdir") else None
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
+
+
 def previous_production(workdir: str | os.PathLike[str]) -> tuple[Path, bool | None] | None:
     """The production switch file the previous run in ``workdir`` wrote (its result.json's ``switch_file``), and
-    whether it still holds what that run wrote (None when result.json has no digest); None without one."""
+    whether it still holds what that run wrote (None when result.json has no digest); None without one. A file
+    inside the workdir the run began in (the default ``WORKDIR/fusion_switch.cfg``) is this workdir's: a copy or
+    a renamed workdir holds its own, and the original's belongs to the original."""
     try:
         previous = json.loads((Path(workdir) / "result.json").read_text(encoding="utf-8"))
         path = Path(previous["switch_file"])
+        began = journaled_workdir(workdir)
+        here = Path(workdir).absolute()
+        if began is not None and began != here and path.is_relative_to(began):
+            path = here / path.relative_to(began)
         digest = previous.get("switch_file_sha256")
         return path, (None if not digest else path.is_file() and production_digest(path) == digest)
     except (OSError, ValueError, AttributeError, KeyError, TypeError):
@@ -235,7 +252,7 @@ def set_aside_previous_run(workdir: str | os.PathLike[str],
     """Move the previous run's outputs (:data:`RUN_OUTPUTS`, plus ``extra`` paths, e.g. the production switch file
     written with -o) into ``WORKDIR/previous/<timestamp>/``, keeping their paths relative to the workdir (a path
     outside it goes to ``outside/<name>``), for ``--fresh``: nothing is deleted, and neither the workdir nor the
-    -o path then shows a verdict of the old run.
+    -o path then shows a verdict of the old run. ``switch/`` stays and is copied there too.
 
     An ``extra`` path that is a symbolic link is kept (the next run writes through it); the file it points to is
     moved. Returns (that directory, the paths moved: relative to the workdir, or, when outside, as given (the
@@ -270,6 +287,10 @@ def set_aside_previous_run(workdir: str | os.PathLike[str],
         else:   # may be on another filesystem
             shutil.move(str(path), str(target / rel))
         moved.append(str(rel) if inside else str(path))
+    # the switch files stay (content-hashed, the next run may write the same ones); the run set aside keeps a copy,
+    # so its report's repro commands name files that exist
+    if (workdir / "switch").is_dir() and not (workdir / "switch").is_symlink():
+        shutil.copytree(workdir / "switch", target / "switch", symlinks=True)
     return target, moved
 
 
