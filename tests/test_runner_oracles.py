@@ -248,3 +248,11 @@ def test_a_reference_without_dumps_or_graph_is_invalid_itself_not_the_runs_compa
                                                  "be mapped")
     # graph dumps not asked for (--no-graph-dump is refused with --dumps, but the spec allows it): dumps suffice
     assert Judge(dumps=DumpsSpec()).judge(m(), reference=None, is_reference=True, paths=paths).outcome == GOOD
+
+
+def test_a_full_stop_after_the_number_is_not_part_of_it():
+    """'loss 0.5.' (a sentence) read by the README's own 'loss ([0-9.]+)': 0.5, in every point of a curve, not a
+    point dropped (which shifts the curve against the reference's)."""
+    spec = compile_metric(r"loss ([0-9.]+)", mode="curve")
+    assert parse_metric("loss 0.5\nepoch done, loss 0.4.\nloss 0.3\n", spec) == [0.5, 0.4, 0.3]
+    assert parse_metric("version 1.2.3 loss 1.2.3", spec) == []      # not a number, full stop or not

@@ -431,6 +431,11 @@ def test_a_metric_pattern_that_matches_nothing_stops_after_the_first_run(target,
     assert len(target.calls()) == 1          # no further run wasted on a pattern that cannot match
     # (a run that crashes without printing the metric is INVALID and the search goes on: see
     # test_crash_under_metric_oracle_is_invalid_never_bad)
+    # a pattern that matched something else than a number says what it captured
+    with pytest.raises(UsageError) as exc:
+        session(target, tmp_path, metric=r"(loss) [0-9.]+", workdir=tmp_path / "w2").run()
+    assert "--metric '(loss) [0-9.]+' matched in run 1 (baseline) but captured 'loss', which is not a number" \
+        in str(exc.value)
 
 
 def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp_path):

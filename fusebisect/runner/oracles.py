@@ -146,14 +146,36 @@ def parse_metric(text: str, spec: MetricSpec) -> list[float]:
     place ('loss nan' for 'loss ([0-9.]+)'), that NaN/Inf is a value too: the loss did not stop, it diverged."""
     found: dict[int, float] = {}
     for match in spec.pattern.finditer(text):
-        try:
-            found[match.start()] = float(match.group(1))
-        except (TypeError, ValueError):
-            continue
+        value = _number(match.group(1))
+        if value is not None:
+            found[match.start()] = value
     if spec.nonfinite is not None:
         for match in spec.nonfinite.finditer(text):
             found.setdefault(match.start(), float(match.group(1)))
     return [found[k] for k in sorted(found)]
+
+
+def _number(captured: str | None) -> float | None:
+    """The number a capture holds, or None: a sentence's full stop after it ('loss 0.5.' read by '([0-9.]+)') is
+    not part of it."""
+    if captured is None:
+        return None
+    for text in (captured, captured[:-1] if captured.endswith(".") else None):
+        if text:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+    return None
+
+
+def unparsed_capture(text: str, spec: MetricSpec) -> str | None:
+    """The first text ``spec.pattern`` captured in ``text`` that is not a number (what a pattern matching the
+    wrong thing reads), or None."""
+    for match in spec.pattern.finditer(text):
+        if match.group(1) is not None and _number(match.group(1)) is None:
+            return match.group(1)
+    return None
 
 
 def close(value: float, reference: float, rtol: float, atol: float) -> bool:

@@ -30,7 +30,7 @@ from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        previous_production, production_digest, set_aside_previous_run,
                                        workdir_lock)
-from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement
+from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, unparsed_capture
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
                                      kill_leftovers, numbered_trial_dirs, read_text, substitute)
 
@@ -707,11 +707,14 @@ class Session:
         if (self.opts.metric is None or m.metric is not None or m.exit_code != 0 or m.timed_out
                 or any(r.measurement.metric is not None for r in self.records)):
             return
-        last = ""
-        for path in (rec.paths.stdout_path, rec.paths.stderr_path):   # the logs' tails are enough
-            last = next((ln.strip() for ln in reversed(read_text(path, 64 * 1024).splitlines()) if ln.strip()), "")
-            if last:
-                break
+        tails = [read_text(path, 64 * 1024) for path in (rec.paths.stdout_path, rec.paths.stderr_path)]
+        for tail in tails:   # the logs' tails are enough
+            captured = unparsed_capture(tail, self.judge.metric) if self.judge.metric is not None else None
+            if captured is not None:
+                raise UsageError(f"--metric {self.opts.metric!r} matched in run {rec.index} ({rec.role}) but captured "
+                                 f"{captured[:60]!r}, which is not a number (output in {rec.paths.stdout_path.parent})."
+                                 f" Fix the pattern (one capture group around the number) and rerun with --fresh")
+        last = next((ln.strip() for tail in tails for ln in reversed(tail.splitlines()) if ln.strip()), "")
         hint = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
         raise UsageError(f"--metric {self.opts.metric!r} matched nothing in run {rec.index} ({rec.role}), which "
                          f"exited 0 (output in {rec.paths.stdout_path.parent}){hint}. Fix the pattern (one "
