@@ -368,3 +368,35 @@ def test_effective_of_a_rule_the_catalog_does_not_know_says_so(capsys, tmp_path)
     assert rc == 0 and row["effective"] == "on"
     assert row["notes"] == ["'LayerNormFusionpass' is not in the catalog; did you mean 'LayerNormFusionPass', "
                             "'LayerNormV4FusionPass', 'AddLayerNormFusionPass'?"]
+
+
+def test_effective_shows_the_entry_a_byte_order_mark_turns_into_nothing(tmp_path, capsys):
+    """Old format saved 'UTF-8 with BOM': CANN keeps the mark in the first pass name, so that entry does nothing.
+    `effective` lists the rule with that reason (it dropped it silently, while `check` warned); an ALL entry so
+    spoilt is said on stderr."""
+    bl = tmp_path / "bl.cfg"
+    bl.write_bytes(b"\xef\xbb\xbfLayerNormFusionPass:off\nGeluFusionPass:off\n")
+    rc, out, _ = run(capsys, "cfg", "effective", str(bl), "--json")
+    rows = {r["rule"]: r for r in json.loads(out)["rules"]}
+    assert rc == 0 and set(rows) == {"LayerNormFusionPass", "GeluFusionPass"}
+    assert rows["LayerNormFusionPass"]["effective"] == "on"
+    assert any("byte-order mark" in n and "this entry does nothing" in n for n in rows["LayerNormFusionPass"]["notes"])
+    bom_all = tmp_path / "all.cfg"
+    bom_all.write_bytes(b"\xef\xbb\xbfALL:off\nGeluFusionPass:on\n")
+    rc, out, err = run(capsys, "cfg", "effective", str(bom_all))
+    assert rc == 0 and f"warning: {bom_all}: ALL: line 1: a UTF-8 byte-order mark starts the file" in err
+
+
+def test_diff_marks_names_the_catalog_lacks(tmp_path, capsys):
+    """A misspelt name is off only if CANN has a pass of exactly that name: the diff says so, as `effective`
+    does ('off?'), and the JSON carries in_catalog."""
+    a, b = tmp_path / "a.cfg", tmp_path / "b.cfg"
+    a.write_text("GeluFusionPass:off\n", encoding="utf-8")
+    b.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionpass":"off","GeluFusionPass":"off"}}}', encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b), "--json")
+    assert rc == 1 and [(c["rule"], c["in_catalog"]) for c in json.loads(out)["changes"]] == \
+        [("LayerNormFusionpass", False)]
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b))
+    text = " ".join(out.split())
+    assert "LayerNormFusionpass │ GraphFusion │ on │ off?" in text
+    assert "1 rules change state (1 of them not in the catalog: a custom pass, or a misspelt name" in text

@@ -363,3 +363,15 @@ def test_a_backup_never_replaces_an_older_backup(tmp_path):
 def test_absurdly_deep_nesting_is_a_syntax_error_not_a_crash(text):
     with pytest.raises(SwitchFileError, match="nested deeper than 100 levels"):
         parse_switch_text(text)
+
+
+def test_line_positions_of_a_large_file_are_found_without_rescanning_it():
+    """line_col indexes the text's line ends once (a lint asks for one position per entry: recounting from the
+    start made 100 000 entries take minutes); positions match a plain count."""
+    from fusebisect.rules.switchfile import line_col
+
+    text = "ab\n\ncd\nefg"
+    expect = {0: (1, 1), 2: (1, 3), 3: (2, 1), 4: (3, 1), 6: (3, 3), 7: (4, 1), 8: (4, 2), 11: (4, 4), 99: (4, 4), -5: (1, 1)}
+    assert {o: line_col(text, o) for o in expect} == expect
+    big = "x\n" * 200_000
+    assert line_col(big, len(big) - 1) == (200_000, 2) and line_col(big, 3) == (2, 2)

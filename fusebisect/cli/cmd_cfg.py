@@ -164,11 +164,13 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
 
         catalog = default_catalog()
         config = _parse_warning_cann_rejects(file)
-        names = list(rule) if rule else config.mentioned()
+        names = list(rule) if rule else sorted({*config.mentioned(), *config.ignored} - {ALL})
         for name in names:
             validate_rule_name(name)
-        notes: dict[str, list[str]] = {}
-        for p in name_problems(config, catalog):
+        notes: dict[str, list[str]] = {name: [why] for name, why in config.ignored.items()}
+        if ALL in config.ignored:
+            common.log(f"warning: {file}: {ALL}: {config.ignored[ALL]}")
+        for p in name_problems(config, catalog, only=set(names)):
             if p.severity == "warning" and p.rule and p.code not in ("cannot-disable", "own-o1-exception"):
                 # (those two are the reason itself)
                 # without its "Switch.<section>.<rule>: " label (the row names the rule)
@@ -246,7 +248,13 @@ Example: fusebisect cfg diff good.cfg bad.cfg
             for col in ("kind", "A", "B"):
                 table.add_column(col, no_wrap=True)
             for c in changes:
-                table.add_row(c["rule"], c["kind"], c["a"], c["b"])
+                # a name the catalog lacks is off only if CANN has a pass of exactly that name (as `effective`)
+                mark = "" if c["in_catalog"] else "?"
+                table.add_row(c["rule"], c["kind"], c["a"] + mark * (c["a"] == "off"),
+                              c["b"] + mark * (c["b"] == "off"))
             console.print(table)
-            common.out().print(f"{len(changes)} rules change state.")
+            unknown = [c["rule"] for c in changes if not c["in_catalog"]]
+            common.out().print(f"{len(changes)} rules change state" + (
+                f" ({len(unknown)} of them not in the catalog: a custom pass, or a misspelt name that does nothing; "
+                "`fusebisect cfg check` says which)." if unknown else "."), soft_wrap=True)
         raise typer.Exit(1 if changes else 0)

@@ -12,6 +12,7 @@ its content.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -51,6 +52,9 @@ class SwitchConfig:
     legacy: bool = False  # old "Pass:off" line format (entries apply to both kinds)
     path: Path | None = None
     lenient: list[str] = field(default_factory=list)  # "LINE:COL: comment" read although CANN rejects it
+    #: entries CANN reads under another name, so they do nothing (a byte-order mark kept in the first line's pass
+    #: name): the name as written -> why; not in the sections
+    ignored: dict[str, str] = field(default_factory=dict)
 
     def section(self, kind: str) -> dict[str, str]:
         """The name -> value map of one kind ('GraphFusion'/'UBFusion'; 'graph'/'ub' accepted)."""
@@ -268,12 +272,19 @@ class _Reader:
                 self.pos += 1
 
 
+_NEWLINES: tuple[str, list[int]] = ("", [])   # the last text's newline offsets (a lint asks for many positions)
+
+
 def line_col(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of a character offset in ``text``."""
+    global _NEWLINES
+    if _NEWLINES[0] is not text:
+        _NEWLINES = (text, [m.start() for m in re.finditer("\n", text)])
+    newlines = _NEWLINES[1]
     offset = max(0, min(offset, len(text)))
-    line = text.count("\n", 0, offset) + 1
-    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return line, col
+    before = bisect.bisect_left(newlines, offset)   # newlines before the offset
+    col = offset - (newlines[before - 1] + 1 if before else 0) + 1
+    return before + 1, col
 
 
 def _strip_bom(text: str) -> tuple[str, bool]:
@@ -488,6 +499,10 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
                 problems.append(Problem("warning", "bom", f"UTF-8 byte-order mark: CANN's old-format reader keeps it "
                                         f"in the first line's pass name, so {first}'s entry does nothing (save the "
                                         f"file without it)", 1, 1, rule=first or None))
+                if first:
+                    cfg.ignored[first] = ("line 1: a UTF-8 byte-order mark starts the file, and CANN's old-format "
+                                          "reader keeps it in this pass name: this entry does nothing (save the file "
+                                          "without it)")
             continue
         if not raw:
             continue
@@ -689,7 +704,8 @@ def diff_configs(a: SwitchConfig | None, b: SwitchConfig | None, catalog: Catalo
     """Rules whose effective state differs between ``a`` and ``b``.
 
     Considers every rule either file names, the built-in entries, and, when a section holds ``ALL``, every catalog
-    rule of that kind. Returns ``[{"rule", "kind", "a": "on"|"off", "b": ..., "why_a", "why_b"}]`` sorted by name.
+    rule of that kind. Returns ``[{"rule", "kind", "a": "on"|"off", "b": ..., "why_a", "why_b", "in_catalog"}]``
+    sorted by name (a name the catalog lacks is off only if CANN has a pass of exactly that name).
     """
     names: set[str] = set()
     for cfg in (a, b):
@@ -710,7 +726,8 @@ def diff_configs(a: SwitchConfig | None, b: SwitchConfig | None, catalog: Catalo
             if sa != sb:
                 entry = catalog.rules.get(name)
                 out.append({"rule": name, "kind": kind or (entry.kind if entry else "unknown"),
-                            "a": "on" if sa else "off", "b": "on" if sb else "off", "why_a": wa, "why_b": wb})
+                            "a": "on" if sa else "off", "b": "on" if sb else "off", "why_a": wa, "why_b": wb,
+                            "in_catalog": name in catalog.rules})
     return out
 
 
@@ -951,18 +968,21 @@ def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: 
     return CheckReport(None if path is None else str(path), fmt, problems, cfg)
 
 
-def name_problems(cfg: SwitchConfig, catalog: Catalog) -> list[Problem]:
-    """What the catalog says about the names ``cfg`` uses: misspellings, unknown or case-mismatched names, rules
-    in the wrong section, "off" for forbidden-close rules (Problems without line numbers)."""
-    return _catalog_problems(cfg, catalog, {})
+def name_problems(cfg: SwitchConfig, catalog: Catalog, only: set[str] | None = None) -> list[Problem]:
+    """What the catalog says about the names ``cfg`` uses (``only``: these of them): misspellings, unknown or
+    case-mismatched names, rules in the wrong section, "off" for forbidden-close rules (Problems without line
+    numbers)."""
+    return _catalog_problems(cfg, catalog, {}, only=only)
 
 
 def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
-                      allow_unknown: bool = False) -> list[Problem]:
+                      allow_unknown: bool = False, only: set[str] | None = None) -> list[Problem]:
     out: list[Problem] = []
     sections = [GRAPH] if cfg.legacy else list(KINDS)
     for sec in sections:
         for name, value in cfg.section(sec).items():
+            if only is not None and name not in only:
+                continue
             line, col = where.get((sec, name), (None, None))
             label = name if cfg.legacy else f"Switch.{sec}.{name}"
 
