@@ -78,6 +78,19 @@ def check_output_file(out: str | os.PathLike[str] | None, flag: str, *, director
     parent = resolved_path(path, flag).parent
     if not parent.is_dir():
         raise UsageError(f"{flag} {out}: directory {parent} does not exist")
+    if not directory and _stream_fd(path) is None and not (path.exists() and not path.is_file()):
+        probe_writable(parent, flag)
+
+
+def probe_writable(directory: Path, flag: str) -> None:
+    """Raise UsageError (naming ``flag``) unless a file can be created in ``directory``: outputs are written
+    atomically through a temporary file beside them, which /proc or a read-only mount refuses (said before the
+    work, not after it)."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".fusebisect-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{flag}: cannot write in {directory} ({exc.strerror or exc})") from None
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -114,7 +127,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK  # a new file gets what open() would give it
     # the temporary name must fit NAME_MAX (255) even when the target's name nearly fills it
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:   # named by the file asked for, not by the temporary one
+        raise OSError(exc.errno, f"cannot write it ({exc.strerror or exc})", str(path)) from None
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
@@ -122,11 +138,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):   # a full disk, a file size limit: the file asked for, not the temporary one
+            raise OSError(exc.errno, f"cannot write it ({exc.strerror or exc}); left as it was",
+                          str(path)) from None
         raise
     return path
 

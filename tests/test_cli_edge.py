@@ -239,3 +239,26 @@ def test_small_usage_errors_are_one_line_and_say_why(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"--out {tmp_path / 'd' / 'npy'}: is inside the directory of {dump}, a dump directory" in err, err
     assert not (tmp_path / "d" / "npy").exists()
+
+
+def test_an_output_that_cannot_be_written_is_named_by_its_flag_or_its_own_path(tmp_path, capsys, monkeypatch):
+    """A directory that refuses new files (/proc here; a read-only mount) is said before the work, naming the
+    flag; a write that fails later (a full disk) names the file asked for, not the temporary file beside it,
+    and leaves nothing behind."""
+    import errno
+
+    assert main(["cfg", "all-off", "--out", "/proc/fusebisect-test.cfg"]) == 2
+    assert capsys.readouterr().err.strip() == ("fusebisect: error: --out: cannot write in /proc (No such file or "
+                                               "directory)")
+    real_fsync = os.fsync
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    out = tmp_path / "all.cfg"
+    assert main(["cfg", "all-off", "--out", str(out)]) == 2
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert capsys.readouterr().err.strip() == (f"fusebisect: error: {out}: cannot write it (No space left on device); "
+                                               "left as it was")
+    assert list(tmp_path.iterdir()) == []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from fusebisect.errors import UsageError
-from fusebisect.fsutil import resolved_path
+from fusebisect.fsutil import probe_writable, resolved_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from fusebisect.runner.session import RunOptions
@@ -149,11 +149,7 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
         _output_clashes(opts, home, where)
         if not parent.is_dir():
             raise UsageError(f"--output: directory {parent} does not exist")
-        try:   # the file is written atomically through a temporary file beside it: /proc, read-only mounts...
-            with tempfile.NamedTemporaryFile(dir=parent, prefix=".fusebisect-probe-"):
-                pass
-        except OSError as exc:
-            raise UsageError(f"--output: cannot write in {parent} ({exc.strerror or exc})") from None
+        probe_writable(parent, "--output")
     if where.is_file() and not _written_here(workdir, where):
         # a file of the user's is kept as NAME.bak (or .bak.N) before it is replaced (the run's own file from an
         # earlier run in this workdir is not: a resume keeps it, --fresh moves it aside)
