@@ -47,21 +47,25 @@ def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
                          inputs: Iterable[str | os.PathLike[str] | None], *, new_file_ok: bool = True) -> None:
     """Raise UsageError when output ``out`` (given with option ``flag``) would replace an input: it is one of the
     ``inputs``, or an existing file inside an input directory that is not a report (a dump, a golden .npy, a
-    graph, mapping.csv; a .csv/.html/.md written there before may be written again). With ``new_file_ok`` False
-    anything inside an input directory is refused (outputs that would mix into the data). Symlinks are
-    followed."""
+    graph, mapping.csv; a .csv/.html/.md written there before may be written again), or a new file there that
+    would read as data (mapping.csv, .npy). With ``new_file_ok`` False anything inside an input directory is
+    refused (outputs that would mix into the data). Symlinks are followed."""
     if out is None:
         return
     where = resolved_path(out, flag)
     report = where.suffix.lower() in _REPORT_SUFFIXES and where.name != "mapping.csv" and where.is_file()
+    # a new file the readers of a dump tree would take for data: hashed names' mapping.csv, golden .npy files
+    data = where.name == "mapping.csv" or where.suffix.lower() == ".npy"
     for given in inputs:
         if given is None:
             continue
         source = resolved_path(given, flag)
         inside = source.is_dir() and where.is_relative_to(source)
-        if where == source or (inside and ((where.exists() and not report) or not new_file_ok)):
+        if where == source or (inside and ((where.exists() and not report) or not new_file_ok or data)):
             what = "is" if where == source else "would replace a file in" if where.exists() else "is inside"
-            raise UsageError(f"{flag} {out}: {what} the input {given}, which is only read; write it elsewhere")
+            why = ", where a file of that name would be read as data" if data and not where.exists() else \
+                ", which is only read"
+            raise UsageError(f"{flag} {out}: {what} the input {given}{why}; write it elsewhere")
 
 
 def check_output_file(out: str | os.PathLike[str] | None, flag: str, *, directory: bool = False) -> None:

@@ -86,6 +86,12 @@ def test_reports_are_never_written_over_or_into_the_inputs(tmp_path, capsys):
         assert f"error: {flag} " in err and "which is only read; write it elsewhere" in err, err
     assert digest() == before
     assert not (victim.parent / "npy").exists()
+    # a new file that the dump tree's readers would take for data: mapping.csv (hashed names), a .npy (golden)
+    for name in ("mapping.csv", "x.npy"):
+        assert main(["compare", str(tmp_path / "d"), str(tmp_path / "d"), "--csv", str(victim.parent / name)]) == 2
+        err = capsys.readouterr().err
+        assert "where a file of that name would be read as data; write it elsewhere" in err, err
+        assert not (victim.parent / name).exists()
     # a new report file beside the dumps is fine (running from inside the dump directory), and is no dump; so is
     # writing it again
     for _ in range(2):
