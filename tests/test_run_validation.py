@@ -95,6 +95,15 @@ def test_the_production_file_never_replaces_what_the_run_reads_or_keeps(capsys, 
         assert rc == 2 and msg in err and err.count("\n") == 1, err
     assert rules.read_text() == "GeluFusionPass\n" and script.read_text() == "pass\n"
     assert (work / "journal.jsonl").read_text() == ""
+    # a file the command (or --check) names as --flag=PATH is read too
+    params = tmp_path / "params.json"
+    params.write_text('{"lr": 0.1}\n')
+    for extra in (["--", sys.executable, str(script), f"--extra={params}"],
+                  ["--check", f"python check.py --config={params}", "--", sys.executable, str(script)]):
+        rc = main(["run", "--workdir", str(work), "--rules", str(rules), "-o", str(params), *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"--output {params}: that is {params}, which" in err, err
+    assert params.read_text() == '{"lr": 0.1}\n'
     assert main(["run", "--workdir", str(tmp_path / "A"), "--", sys.executable, str(script)]) == 2
     err = capsys.readouterr().err
     assert "--workdir " in err and "cannot resolve the path" in err, err

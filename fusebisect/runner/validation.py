@@ -105,6 +105,8 @@ def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
                              "whose files its runs and repro commands use")
     named = [("--rules", opts.rules)] + [("the command", a) for a in opts.command] + \
         [("--check", a) for a in (shlex.split(opts.check) if opts.check else [])]
+    # an option's value given in the same argument (--config=params.json, -cparams.json is not guessed at)
+    named += [(what, arg.partition("=")[2]) for what, arg in named[1:] if arg and arg.startswith("-") and "=" in arg]
     for what, arg in named:
         if not arg or "{" in arg:
             continue
