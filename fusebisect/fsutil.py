@@ -19,6 +19,21 @@ from fusebisect.errors import UsageError
 _REPORT_SUFFIXES = (".csv", ".html", ".htm", ".md")
 
 
+def missing_reason(path: str | os.PathLike[str]) -> str:
+    """Why an input path that is neither a file nor a directory cannot be read: no such file or directory, a
+    broken symbolic link, a symbolic link loop, a FIFO or device, or the system's reason (a permission)."""
+    p = Path(path)
+    try:
+        os.stat(p)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (too many levels of symbolic links)"
+        if exc.errno == errno.ENOENT:
+            return "a broken symbolic link" if p.is_symlink() else "no such file or directory"
+        return (exc.strerror or str(exc)).lower()
+    return not_regular(p) or "not a file or directory"
+
+
 def not_regular(path: str | os.PathLike[str]) -> str | None:
     """Why ``path`` cannot be read as an input file without blocking (a FIFO, a socket, a device), or None (a
     regular file, a missing one, a directory: their readers say so themselves)."""

@@ -262,3 +262,18 @@ def test_an_output_that_cannot_be_written_is_named_by_its_flag_or_its_own_path(t
     assert capsys.readouterr().err.strip() == (f"fusebisect: error: {out}: cannot write it (No space left on device); "
                                                "left as it was")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_symbolic_link_loop_is_called_one_by_every_command(tmp_path, capsys):
+    """Every reader of an input path says 'symbolic link loop' (some said 'no such file or directory')."""
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    loop = str(tmp_path / "loop1")
+    for argv in (["rules", "fired", loop], ["overflow", loop], ["dump", "convert", loop, "--out", str(tmp_path / "o")],
+                 ["compare", loop, str(tmp_path)], ["compare", str(tmp_path), loop],
+                 ["run", "--rules", loop, "--", "true"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "a symbolic link loop (too many levels of symbolic links)" in err and err.count("\n") == 1, (argv, err)
+    assert main(["overflow", str(tmp_path / "nothere")]) == 2
+    assert capsys.readouterr().err.strip().endswith("nothere: no such file or directory")

@@ -176,7 +176,9 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"--format {fmt}: a device format; convert writes host layouts (ORIGINAL, NCHW, "
                                  f"NHWC, HWCN, ND, ...), not into device formats")
         if not path.exists():
-            raise DumpFormatError("no such file or directory", path=path)
+            from fusebisect.fsutil import missing_reason
+
+            raise DumpFormatError(missing_reason(path), path=path)
         from fusebisect.fsutil import check_output_file, refuse_inside_inputs
         if not out_text.strip():   # (as a Path it would be '.')
             raise UsageError("--out: empty path")

@@ -110,6 +110,14 @@ def _load_graph(graph):
     return load_graph(graph)
 
 
+def _missing(path: Path, absent: str) -> str:
+    """Why an input path does not exist: ``absent`` when nothing is there, else the reason (a symbolic link loop)."""
+    from fusebisect.fsutil import missing_reason
+
+    reason = missing_reason(path)
+    return absent if reason == "no such file or directory" else reason
+
+
 def _graph_for(graph, dumped, side: str, notes: list[str]):
     """The graph of one side. A directory of several Build graphs is merged (a job's graph_1, graph_2, ...),
     except when they share op names (a train and an eval graph, or a recompile): merged, the later one would
@@ -172,9 +180,9 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise UsageError(f"leaf must be 'latest' or 'earliest', got {leaf!r}")
     my_path, golden_path = Path(my), Path(golden)
     if not my_path.exists():
-        raise UsageError(f"{my_path}: no such dump location")
+        raise UsageError(f"{my_path}: {_missing(my_path, 'no such dump location')}")
     if not golden_path.exists():
-        raise UsageError(f"{golden_path}: no such golden location")
+        raise UsageError(f"{golden_path}: {_missing(golden_path, 'no such golden location')}")
     my_tree = scan_dumps(my_path)
     with_graph = my_graph is not None
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))

@@ -699,7 +699,9 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         raise UsageError(f"--limit must be at least 1 (got {limit})")
     root = Path(dump_dir)
     if not root.exists():
-        raise DumpFormatError("no such file or directory", path=root)
+        from fusebisect.fsutil import missing_reason
+
+        raise DumpFormatError(missing_reason(root), path=root)
     gindex = _GraphIndex(_load_graph(graph))
     tree = scan_dumps(root)
     one_record = None

@@ -297,9 +297,9 @@ class GoldenEntry:
 
 def _missing_reason(path: Path) -> str:
     """Why an input path that is neither a file nor a directory cannot be read."""
-    from fusebisect.fsutil import not_regular
+    from fusebisect.fsutil import missing_reason
 
-    return not_regular(path) or ("a broken symbolic link" if path.is_symlink() else "no such file or directory")
+    return missing_reason(path)
 
 
 def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEntry]:

@@ -260,7 +260,9 @@ def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleS
     elif p.exists():
         (results if _is_fusion_result(p) else graphs).append(p)
     else:
-        raise GraphFormatError("no such file or directory", path=p)
+        from fusebisect.fsutil import missing_reason
+
+        raise GraphFormatError(missing_reason(p), path=p)
 
     graphs = _final_stages(graphs)
     errors: list[FusebisectError] = []

@@ -252,7 +252,10 @@ def load_rules_spec(spec: str) -> list[str]:
     names: list[str] = []
     if os.sep in spec or (os.altsep and os.altsep in spec) or _is_file_name(path):
         if not path.exists():
-            raise UsageError(f"--rules: {spec}: no such file")
+            from fusebisect.fsutil import missing_reason
+
+            reason = missing_reason(path)
+            raise UsageError(f"--rules: {spec}: {'no such file' if reason == 'no such file or directory' else reason}")
         if path.is_dir():
             raise UsageError(f"--rules: {spec} is a directory; give a file or NAME,NAME,...")
         from fusebisect.fsutil import not_regular
