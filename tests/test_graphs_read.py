@@ -465,3 +465,18 @@ def test_protobufs_json_of_an_unfused_graph_keeps_its_output_origins(tmp_path):
     want, got = load_graph(tmp_path / "m.pb").ops, load_graph(tmp_path / "m.json").ops
     assert [o.outputs for o in got] == [o.outputs for o in want]
     assert got[0].outputs[0].origin_name == "fc1_BiasAdd"
+
+
+def test_a_graph_without_ops_is_one_graph_and_said_to_hold_none(tmp_path, capsys):
+    """A GraphDef with a name and no ops is a graph: 'in 1 graph(s)' and its name in the JSON (it read as 0
+    graphs), with a warning that it holds no ops."""
+    from fusebisect.cli.app import main
+
+    path = tmp_path / "ge_proto_00000001_graph_1_Build.txt"
+    path.write_text('graph {\n  name: "empty_g"\n}\n', encoding="utf-8")
+    assert main(["inspect", "graph", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["graphs"], doc["op_count"]) == (["empty_g"], 0)
+    assert main(["inspect", "graph", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "0 ops in 1 graph(s), 0 fused" in err and "its graphs hold no ops" in err

@@ -169,3 +169,5 @@ def register(app: typer.Typer) -> None:
             return
         _render_list(graph, ops, limit)
         common.log(f"{len(graph.ops)} ops in {len(graph.graph_names)} graph(s), {n_fused} fused")
+        if not graph.ops:
+            common.log(f"warning: {file}: its graphs hold no ops (a graph dumped before its ops, or cut short?)")

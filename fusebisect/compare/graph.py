@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fusebisect.compare.pbtext import RawGraph, RawOp, decode_text, no_gc, parse_model_text
@@ -79,6 +79,8 @@ class Graph:
 
     path: Path | None
     ops: list[OpInfo]
+    #: the GraphDefs' names in file order, those without ops included (ops name only the graphs they are in)
+    names: list[str] = field(default_factory=list)
 
     def op(self, name: str) -> OpInfo | None:
         """Return the op named exactly ``name`` (the first one if several subgraphs share it), or None.
@@ -93,8 +95,8 @@ class Graph:
 
     @property
     def graph_names(self) -> list[str]:
-        """Names of the GraphDefs the ops come from, in order of first appearance."""
-        return list(dict.fromkeys(op.graph for op in self.ops))
+        """Names of the GraphDefs the file holds (and the ops come from), in order of first appearance."""
+        return list(dict.fromkeys([*self.names, *(op.graph for op in self.ops)]))
 
 
 def is_control_input(edge: str) -> bool:
@@ -536,7 +538,7 @@ def load_graph_files(directory) -> tuple[Graph, list[tuple[Path, Graph]]]:
     p = Path(directory)
     with no_gc():
         parts = _parse_build_files(p)
-        return _merged(p, parts), [(f, Graph(path=f, ops=ops_from_raw_graphs(raws))) for f, raws in parts]
+        return _merged(p, parts), [(f, _graph_of(f, raws)) for f, raws in parts]
 
 
 def _parse_build_files(p: Path) -> list[tuple[Path, list[RawGraph]]]:
@@ -557,13 +559,17 @@ def _merged(p: Path, parts: list[tuple[Path, list[RawGraph]]]) -> Graph:
                 by_name[g.name] = g
             else:
                 unnamed.append(g)
-    return Graph(path=p, ops=ops_from_raw_graphs(list(by_name.values()) + unnamed))
+    return _graph_of(p, list(by_name.values()) + unnamed)
+
+
+def _graph_of(p: Path, raws: list[RawGraph]) -> Graph:
+    return Graph(path=p, ops=ops_from_raw_graphs(raws), names=[g.name for g in raws if g.name])
 
 
 def _load_graph(p: Path) -> Graph:
     if p.is_dir():
         return _merged(p, _parse_build_files(p))
-    return Graph(path=p, ops=ops_from_raw_graphs(parse_graph_bytes(_read_bytes(p), p)))
+    return _graph_of(p, parse_graph_bytes(_read_bytes(p), p))
 
 
 # ------------------------------------------------------------------------------------------- writers
