@@ -265,10 +265,29 @@ def test_cli_inspect_graph_op_json(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc == {"name": "layer1/conv.fused", "type": "Conv2D", "id": 1, "graph": "ge_default_1",
                    "pass_names": ["ConvBatchnormFusionPass"], "ub_pass_name": "AutomaticUbFusion",
-                   "original_op_names": [], "inputs": [],
+                   "original_op_names": [], "original_op_types": [], "fusion_scope": None, "multi_op": False,
+                   "l1_fusion_sub_graph_no": None, "inputs": [],
                    "outputs": [{"index": 0, "origin_name": "layer1/conv.fused", "origin_output_index": None,
                                 "origin_format": None, "origin_shape": None}], "also_in": [],
                    "same_name_ops": []}
+    # what the detail view prints is in the JSON too: the original ops' types, fusion_scope, multi-op, L1 sub-graph
+    m = ge_ir_pb2.ModelDef(name="net")
+    op = m.graph.add(name="g").op.add(name="fused", type="Conv2D", id=1)
+    op.attr["_datadump_original_op_names"].list.s.extend([b"conv", b"bn"])
+    op.attr["_datadump_original_op_types"].list.s.extend([b"Conv2D", b"BatchNorm"])
+    op.attr["fusion_scope"].i = 7
+    op.attr["_datadump_is_multiop"].b = True
+    op.attr["_L1_fusion_sub_graph_no"].s = b"3"
+    g.write_text(model_def_to_text(m))
+    assert main(["inspect", "graph", str(g), "--op", "fused", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["original_op_names"], doc["original_op_types"], doc["fusion_scope"], doc["multi_op"],
+            doc["l1_fusion_sub_graph_no"]) == (["conv", "bn"], ["Conv2D", "BatchNorm"], 7, True, "3")
+    assert main(["inspect", "graph", str(g), "--op", "fused"]) == 0
+    out = capsys.readouterr().out
+    assert "conv (Conv2D), bn (BatchNorm)" in out and "fusion_scope        : 7" in out
+    g.write_text(_graph_text([("layer1/conv.fused", ["ConvBatchnormFusionPass"], "AutomaticUbFusion"),
+                              ("relu", [], None)]))
     # the dump-file spelling of the name finds the op too
     assert main(["inspect", "graph", str(g), "--op", "layer1_conv_fused", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["name"] == "layer1/conv.fused"

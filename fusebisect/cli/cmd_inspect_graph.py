@@ -19,8 +19,9 @@ and outputs with their origin tensors. FILE is a ge_proto_*.txt, an atc JSON, a 
 
 Without --op: one line per op, fused ops highlighted (--fused for those only). With --op: that op in detail;
 an unknown name exits 1 with close names. --json prints
-{"name","type","id","graph","pass_names","ub_pass_name","original_op_names","inputs","outputs":[{"index",
-"origin_name","origin_output_index","origin_format","origin_shape"}]} for --op, or
+{"name","type","id","graph","pass_names","ub_pass_name","original_op_names","original_op_types","fusion_scope",
+"multi_op","l1_fusion_sub_graph_no","inputs","outputs":[{"index","origin_name","origin_output_index",
+"origin_format","origin_shape"}]} for --op, or
 {"path","graphs","op_count","fused_count","ops":[...]} for the whole graph.
 
 Example: fusebisect inspect graph dump/ge_proto_00000287_Build.txt --op conv1_fused
@@ -37,6 +38,10 @@ def op_json(op) -> dict:
         "pass_names": list(op.pass_names),
         "ub_pass_name": op.ub_pass_name,
         "original_op_names": list(op.original_op_names),
+        "original_op_types": list(op.original_op_types),
+        "fusion_scope": op.fusion_scope,
+        "multi_op": bool(op.is_multiop),
+        "l1_fusion_sub_graph_no": op.l1_fusion_sub_graph_no or None,
         "inputs": list(op.inputs),
         "outputs": [
             {"index": o.index, "origin_name": o.origin_name, "origin_output_index": o.origin_output_index,
