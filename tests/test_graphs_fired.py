@@ -367,3 +367,17 @@ def test_a_fusion_result_file_reads_as_in_a_directory(tmp_path, content):
     (tmp_path / "x.json").write_text("nonsense")
     with pytest.raises(GraphFormatError, match="malformed fusion_result JSON"):
         fired_rules(tmp_path / "x.json")
+
+
+def test_a_graph_dumped_before_the_fusion_passes_is_no_evidence_that_nothing_fired(tmp_path, capsys):
+    """`rules fired ge_proto_..._PreRunBegin.txt`: its ops carry no pass_name yet; '0 rules fired' (exit 0)
+    would read as a compile that fused nothing. Refused as a folder without a Build graph is."""
+    pre = tmp_path / "ge_proto_00000000_graph_1_PreRunBegin.txt"
+    pre.write_text(_graph_text([("a", [], None)]))
+    assert main(["rules", "fired", str(pre)]) == 2
+    err = capsys.readouterr().err
+    assert "a graph of stage graph_1_PreRunBegin, dumped before the fusion passes ran" in err and err.count("\n") == 1
+    build = tmp_path / "ge_proto_00000001_graph_1_Build.txt"
+    build.write_text(_graph_text([("a", ["ConvBatchnormFusionPass"], None)]))
+    assert main(["rules", "fired", str(build), "--json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)["rules"]] == ["ConvBatchnormFusionPass"]

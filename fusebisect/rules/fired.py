@@ -258,6 +258,14 @@ def fired_rules(path, *, unreadable: list[str] | None = None) -> dict[str, RuleS
             raise GraphFormatError("no fusion_result.json and no Build-stage graph (ge_proto_*Build*.txt) found",
                                    path=p)
     elif p.exists():
+        from fusebisect.compare.graph import dump_stage
+
+        stage = dump_stage(p.name)
+        if stage is not None and "Build" not in stage and not _is_fusion_result(p):
+            # a dump of the graph before (or without) the fusion passes: no pass_name yet, which is no "nothing fired"
+            raise GraphFormatError(f"a graph of stage {stage}, dumped before the fusion passes ran (they mark ops in "
+                                   "the Build stage): give its ge_proto_*Build*.txt, the dump folder or "
+                                   "fusion_result.json", path=p)
         (results if _is_fusion_result(p) else graphs).append(p)
     else:
         from fusebisect.fsutil import missing_reason
