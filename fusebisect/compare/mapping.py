@@ -124,7 +124,24 @@ def build_rule(graph) -> FusionRule:
     op_to_group: dict[str, object] = {}
     op_list: list[RuleOp] = []
     described: dict[str, list[tuple[str | None, tuple | None]]] = {}   # op -> each output's (format, shape)
+
+    def rename() -> None:
+        # a single op whose only original name is its group name fills empty origins with that name; msaccucmp
+        # does it after each graph of the model, over the groups so far (a group that a later graph, a loop's
+        # body, gives a second op keeps the names filled before)
+        for key, ops in groups.items():
+            if len(ops) == 1 and len(ops[0].original_op_names) == 1 and key == ops[0].original_op_names[0]:
+                # (an output without an origin name keeps its origin format and shape, as msaccucmp's OutputDesc)
+                desc = described.get(ops[0].name, [])
+                ops[0].outputs = [o if o is not None else Origin(ops[0].original_op_names[0], i, *desc[i])
+                                  for i, o in enumerate(ops[0].outputs)] or [Origin(ops[0].original_op_names[0],
+                                                                                    None)]
+
+    current = graph.ops[0].graph if graph.ops else None
     for position, info in enumerate(graph.ops):
+        if info.graph != current:
+            rename()
+            current = info.graph
         # an op GE inserted (its original-op list present but empty) has no ground truth: msaccucmp reads ['']
         inserted = getattr(info, "origin_empty", False) and not info.original_op_names
         have_origin = bool(info.original_op_names) or inserted
@@ -157,13 +174,7 @@ def build_rule(graph) -> FusionRule:
             op.op_id = len(groups)
             groups[key] = [op]
             op_list.append(op)
-    # rename nodes: a single op whose only original name is its group name fills empty origins with that name
-    for key, ops in groups.items():
-        if len(ops) == 1 and len(ops[0].original_op_names) == 1 and key == ops[0].original_op_names[0]:
-            # (an output without an origin name keeps its origin format and shape, as msaccucmp's OutputDesc)
-            desc = described.get(ops[0].name, [])
-            ops[0].outputs = [o if o is not None else Origin(ops[0].original_op_names[0], i, *desc[i])
-                              for i, o in enumerate(ops[0].outputs)] or [Origin(ops[0].original_op_names[0], None)]
+    rename()
     op_list.sort(key=lambda o: o.sequence)
     return FusionRule(groups, op_to_group, op_list)
 
