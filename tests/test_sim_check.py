@@ -27,3 +27,13 @@ def test_check_reads_the_trial_dir_and_skips_without_losses(tmp_path, monkeypatc
     monkeypatch.setenv("FUSEBISECT_TRIAL_DIR", str(trial))
     assert check_main([]) == 125
     assert check_main(["--log", str(tmp_path / "missing.log")]) == 125
+
+
+def test_a_loss_that_is_no_number_is_a_skip_not_a_crash_read_as_bad(tmp_path, capsys):
+    """'step 1 loss n/a' matched the loss line but is no number: one line and 125 (git bisect's skip); a
+    traceback exits 1, which --check reads as BAD."""
+    log = tmp_path / "bad.log"
+    log.write_text("step 0 loss 1.457685\nstep 1 loss n/a\n")
+    assert check_main(["--log", str(log)]) == 125
+    err = capsys.readouterr().err
+    assert err == f"check: {log}: step 1's loss 'n/a' is not a number\n"

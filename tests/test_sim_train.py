@@ -279,3 +279,33 @@ def test_sim_check_refuses_what_would_judge_every_run_or_hang(tmp_path, capsys):
         assert why in capsys.readouterr().err
     assert sim_main(["check", "--log", str(fifo)]) == 2
     assert "a FIFO" in capsys.readouterr().err
+
+
+def test_options_read_as_cann_and_the_rest_of_the_tool_read_them(tmp_path):
+    """dump_step takes CANN's ranges (0|3-5|10); FUSEBISECT_SIM_OVERFLOW=off is off (it turned overflow on);
+    DUMP_GE_GRAPH outside 1-3 is refused whatever the value (-1 and 5 were taken)."""
+    from fusebisect.errors import UsageError
+
+    opts = resolve(["--dump-step", "0|3-5|10", "--dump-path", str(tmp_path)], {})
+    assert opts.dump_steps == [0, 3, 4, 5, 10]
+    for bad in ("5-3", "a-b", "-1"):
+        with pytest.raises(UsageError, match="--dump-step"):
+            resolve(["--dump-step", bad, "--dump-path", str(tmp_path)], {})
+    for word, on in (("off", False), ("0", False), ("no", False), ("1", True), ("on", True)):
+        assert resolve([], {"FUSEBISECT_SIM_OVERFLOW": word}).overflow is on, word
+    for level in ("-1", "5", "x"):
+        with pytest.raises(UsageError, match="DUMP_GE_GRAPH must be 1, 2 or 3"):
+            resolve([], {"DUMP_GE_GRAPH": level})
+
+
+def test_dump_options_a_run_cannot_honour_are_said(tmp_path):
+    """--overflow replaces the data dump (as CANN's dump_debug does), and a step past the run dumps nothing:
+    both said on stderr rather than silently ignored."""
+    err = io.StringIO()
+    run(resolve(["--steps", "2", "--dump-step", "0,7", "--dump-path", str(tmp_path / "d")],
+                {"ASCEND_WORK_PATH": str(tmp_path)}), stdout=io.StringIO(), stderr=err)
+    assert "warning: --dump-step 7: the run has only 2 steps (0 to 1); nothing is dumped for it" in err.getvalue()
+    err = io.StringIO()
+    run(resolve(["--steps", "1", "--overflow", "--dump-step", "0", "--dump-path", str(tmp_path / "o")],
+                {"ASCEND_WORK_PATH": str(tmp_path)}), stdout=io.StringIO(), stderr=err)
+    assert "--dump-step and --dump-golden are not written" in err.getvalue()

@@ -64,7 +64,13 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"check: cannot read {log}: {exc.strerror}", file=sys.stderr)
         return 125
-    logged = {int(m.group(1)): float(m.group(2)) for m in LOSS_RE.finditer(text)}
+    logged: dict[int, float] = {}
+    for m in LOSS_RE.finditer(text):
+        try:
+            logged[int(m.group(1))] = float(m.group(2))
+        except ValueError:   # not a loss the job printed: no verdict (git bisect's skip), not a crash read as bad
+            print(f"check: {log}: step {m.group(1)}'s loss {m.group(2)!r} is not a number", file=sys.stderr)
+            return 125
     if not logged:
         print(f"check: no 'step N loss X' lines in {log}", file=sys.stderr)
         return 125

@@ -94,19 +94,23 @@ def parse_crash_when(text: str) -> list[tuple[str, str]]:
 
 
 def parse_steps(text: str, flag: str) -> list[int]:
-    """``"0,5|10"`` -> ``[0, 5, 10]`` (CANN's dump_step uses ``|``). Raises UsageError for non-integers."""
-    out = []
+    """``"0,5|10-12"`` -> ``[0, 5, 10, 11, 12]`` (CANN's dump_step: steps separated by ``|``, a range as
+    ``A-B``). Raises UsageError for anything else."""
+    out: list[int] = []
     for part in text.replace("|", ",").split(","):
         part = part.strip()
         if not part:
             continue
+        first, dash, last = part.partition("-")
         try:
-            value = int(part)
+            low, high = int(first), int(last) if dash else int(first)
         except ValueError:
-            raise UsageError(f"{flag}: expected step numbers, got {part!r}") from None
-        if value < 0:
-            raise UsageError(f"{flag}: step numbers are >= 0, got {value}")
-        out.append(value)
+            raise UsageError(f"{flag}: expected step numbers or ranges (0|3-5|10), got {part!r}") from None
+        if low < 0 or high < low:
+            raise UsageError(f"{flag}: steps are >= 0 and a range goes up (A-B, A <= B), got {part!r}")
+        if high - low > 1_000_000:
+            raise UsageError(f"{flag}: the range {part!r} holds more than a million steps")
+        out.extend(range(low, high + 1))
     return sorted(set(out))
 
 
@@ -170,7 +174,8 @@ def resolve(argv: list[str], env: dict | None = None) -> SimOptions:
     crash = pick(a.crash_when, "CRASH_WHEN")
     o.crash_when = parse_crash_when(crash) if crash else []
     overflow = a.overflow if a.overflow else _env(env, pre + "OVERFLOW")
-    o.overflow = overflow is True or (isinstance(overflow, str) and overflow.lower() not in ("0", "false", "no"))
+    o.overflow = overflow is True or (isinstance(overflow, str) and
+                                      overflow.strip().lower() not in ("", "0", "false", "no", "off"))
     steps_text = pick(a.dump_step, "DUMP_STEP")
     o.dump_steps = parse_steps(steps_text, "--dump-step") if steps_text else []
     dump_path = a.dump_path or _env(env, pre + "DUMP_PATH") or _env(env, "FUSEBISECT_DUMP_DIR")
@@ -188,10 +193,10 @@ def resolve(argv: list[str], env: dict | None = None) -> SimOptions:
     work = _env(env, "ASCEND_WORK_PATH")
     o.work_path = Path(work) if work else None
     level = _env(env, "DUMP_GE_GRAPH")
-    try:
-        o.graph_dump = int(level) if level else 0
-    except ValueError:
-        raise UsageError(f"DUMP_GE_GRAPH must be 1, 2 or 3, got {level!r}") from None
+    # 1 with weights, 2 without, 3 "nodes only" (written here as 2: what the search reads is the same)
+    if level and level.strip() not in ("1", "2", "3"):
+        raise UsageError(f"DUMP_GE_GRAPH must be 1, 2 or 3, got {level!r}")
+    o.graph_dump = int(level) if level else 0
     gpath = _env(env, "DUMP_GRAPH_PATH")
     o.graph_path = Path(gpath) if gpath else None
     o.graph_level = _env(env, "DUMP_GRAPH_LEVEL") or "2"

@@ -141,6 +141,14 @@ def run(opts: SimOptions, *, stdout: TextIO | None = None, stderr: TextIO | None
     ref_nodes = {n.name: n for n in framework.nodes}
     result = RunResult(exit_code=0, compiled=compiled, active_faults=faults, perturbed=perturbed)
     dumper = writers.DumpSession(opts, compiled.graph, framework) if (opts.dump_path or opts.dump_golden) else None
+    if opts.overflow and (opts.dump_steps or opts.dump_golden is not None):
+        # CANN's overflow detection (dump_debug) replaces the data dump: only overflowing ops are dumped
+        print("warning: --overflow dumps only the overflowing ops and their Opdebug records: --dump-step and "
+              "--dump-golden are not written", file=err)
+    late = [s for s in opts.dump_steps if s >= opts.steps]
+    if late and not opts.overflow:
+        print(f"warning: --dump-step {', '.join(map(str, late[:5]))}: the run has only {opts.steps} steps "
+              f"(0 to {opts.steps - 1}); nothing is dumped for {'them' if len(late) > 1 else 'it'}", file=err)
     losses = _train(opts, compiled.graph, ref_nodes, params, data, faults, dumper, result, err)
     if perturbed and faults:
         # a perturbed run of a faulty job shows what a clean job would have printed
