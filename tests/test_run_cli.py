@@ -916,3 +916,30 @@ def test_a_pending_baseline_is_not_run_again_when_its_reference_excludes_a_rule(
     j = json.loads(capsys.readouterr().out)
     assert len([t for t in j["trials"] if not t["config_off"]]) == 1, j["trials"]
     assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]], j["message"]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_baseline_waiting_for_a_crashed_reference_is_never_run_again(capsys, tmp_path, jobs):
+    """The reference (everything off) crashes: the discovery baseline waits for its retry instead of running a
+    second time beside it (with --jobs 2 it did: a wasted training run). Crashing twice ends inconclusive in 3
+    runs; crashing once, the baseline is judged against the retry and the search goes on."""
+    sim = [sys.executable, "-m", "fusebisect.sim", "train", "--faulty", "LayerNormFusionPass", "--steps", "3"]
+    rc = main(["-q", "run", "--json", "--jobs", jobs, "--metric", r"loss ([0-9.]+)", "--workdir",
+               str(tmp_path / "w1"), "--", *sim, "--crash-when", "MulSquareFusionPass=off"])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive" and j["executions"] == 3, j["trials"]
+    assert [t["config_off"] for t in j["trials"]].count([]) == 1
+    job = tmp_path / "once.py"
+    job.write_text(f"""import os, pathlib, subprocess, sys
+flag = pathlib.Path({str(tmp_path / "crashed")!r})
+if open(os.environ["FUSEBISECT_SWITCH_FILE"]).read().count('"off"') >= 10 and not flag.exists():
+    flag.write_text("1")
+    sys.exit(1)     # the first all-off run crashes, the next ones do not
+sys.exit(subprocess.run({sim!r}).returncode)
+""")
+    rc = main(["-q", "run", "--json", "--jobs", jobs, "--metric", r"loss ([0-9.]+)", "--workdir",
+               str(tmp_path / "w2"), "--", sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["LayerNormFusionPass"]], j["message"]
+    assert [t["config_off"] for t in j["trials"]].count([]) == 1, j["trials"]
+    assert (tmp_path / "crashed").exists()

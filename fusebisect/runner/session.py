@@ -1093,19 +1093,20 @@ class Session:
             if self.budget_spent:
                 break
             self.run_one(self.all_off, "reference")
-        if any(r.pending for r in self.records):
-            for rec in self.records:
-                if rec.pending:
-                    self.judge_record(rec)
-                    if rec.pending:
-                        rec.outcome, rec.reason = INVALID, "no valid reference run to compare with"
         if self.gate_stop() is None:
             self._settle_reference(flaky=self.opts.flaky)
         if self.gate_stop() is None:
+            # a run still waiting for a reference (the first one was INVALID) waits on: the engine asks for the
+            # reference's retry, and the drive loop holds the waiting runs rather than running them again
             self.engine = self._make_engine()
             self._rebuild = False
             self._maybe_prior()
             self._drive()
+        for rec in self.records:
+            if rec.pending:
+                self.judge_record(rec)
+                if rec.pending:
+                    rec.outcome, rec.reason = INVALID, "no valid reference run to compare with"
         return self._finish(self.gate_stop())
 
     def gate_stop(self) -> str | None:
@@ -1206,8 +1207,9 @@ class Session:
         workers = self.opts.workers
         free = list(self.slots)
         inflight: dict[Future, tuple[frozenset[str], str, str | None]] = {}
-        # runs done but still pending (waiting for the reference's verdict): observed once judged, never rerun
-        held: list[TrialRecord] = []
+        # runs done but still pending (waiting for the reference's verdict): observed once judged, never rerun; the
+        # discovery baseline, run before the engine existed (or journaled before a resume), among them
+        held: list[TrialRecord] = [r for r in self.records if r.pending and r.off <= set(self.candidates)]
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial")
         def spent() -> bool:   # no run left in the budget beyond those in flight
             left = self.budget_left()
