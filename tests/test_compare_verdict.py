@@ -770,3 +770,33 @@ def test_a_zero_dimensional_golden_is_compared(tmp_path):
     report = compare_dumps(tmp_path / "my", tmp_path / "gold")
     assert [(r.tensor, r.compared) for r in report.rows] == [("loss:output:0", True)]
     assert report.first_divergence is None
+
+
+def test_undefined_dtype_bytes_are_read_whole_and_resource_is_named_int64(tmp_path):
+    """DT_UNDEFINED: msaccucmp reads all `size` bytes as int8 whatever the header's shape says (shape [2,3] over
+    24 bytes read 6 and missed a divergence in the rest); DT_RESOURCE is int64 in its CSV, not 'resource'."""
+    from fusebisect.compare.csvout import write_csv
+    from fusebisect.proto import dump_data_pb2 as dd
+
+    def undefined(path, values):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        m = dd.DumpData(version="2.0", op_name="u1")
+        t = m.output.add(data_type=0, format=2, size=24)
+        t.shape.dim.extend([2, 3])
+        header = m.SerializeToString()
+        path.write_bytes(len(header).to_bytes(8, "little") + header + np.array(values, np.float32).tobytes())
+
+    undefined(tmp_path / "my" / f"Cast.u1.1.0.{TS}", [1, 2, 3, 4, 5, 6])
+    undefined(tmp_path / "gold" / f"Cast.u1.1.0.{TS}", [1, 2, 3, -4, -5, -6])
+    report = compare_dumps(tmp_path / "my", tmp_path / "gold")
+    [row] = report.rows
+    a = np.array([1, 2, 3, 4, 5, 6], np.float32).view(np.int8).astype(np.float64)
+    b = np.array([1, 2, 3, -4, -5, -6], np.float32).view(np.int8).astype(np.float64)
+    assert row.shape == (24,)
+    assert row.cosine == pytest.approx(a @ b / np.linalg.norm(a) / np.linalg.norm(b), abs=1e-6)
+    assert report.first_divergence is not None
+    for side in ("my2", "gold2"):
+        write_dump(tmp_path / side / f"Op.res.1.0.{TS}", op_name="res", inputs=[],
+                   outputs=[TensorSpec(np.arange(1, 7, dtype=np.int64), dtype=23)])
+    write_csv(compare_dumps(tmp_path / "my2", tmp_path / "gold2"), tmp_path / "r.csv")
+    assert (tmp_path / "r.csv").read_text().splitlines()[1].startswith("0,Op,res,int64,NaN,res,int64,")

@@ -132,6 +132,10 @@ class TensorRecord:
 
 def _record(kind, index, dtype, fmt, shape, original_shape, size, address=0, sub_format=0, original_op=None,
             raw=None, path=None, origin_format=None) -> TensorRecord:
+    if dtype == _dt.DT_UNDEFINED and size:
+        # raw bytes of no known type: every byte counts, whatever the header's shape says (msaccucmp's
+        # build_dump_tensor replaces the shape by [size])
+        shape = (size,)
     rec = TensorRecord(kind, index, dtype, fmt, tuple(shape), original_shape, size, address, sub_format,
                        original_op, origin_format)
     rec._raw = raw

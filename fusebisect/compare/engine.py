@@ -771,6 +771,8 @@ def _shown_dtype(record, *, device_names: bool) -> str:
         return "float32"
     if name == "undefined":   # msaccucmp reads DT_UNDEFINED as int8 and says so
         return "int8"
+    if name == "resource":    # a handle, which msaccucmp reads (and names) as int64
+        return "int64"
     return name
 
 
