@@ -256,3 +256,7 @@ def test_a_full_stop_after_the_number_is_not_part_of_it():
     spec = compile_metric(r"loss ([0-9.]+)", mode="curve")
     assert parse_metric("loss 0.5\nepoch done, loss 0.4.\nloss 0.3\n", spec) == [0.5, 0.4, 0.3]
     assert parse_metric("version 1.2.3 loss 1.2.3", spec) == []      # not a number, full stop or not
+    # a loss that diverged, printed as a sentence too: NaN/Inf, not the last finite loss
+    assert [str(v) for v in parse_metric("loss 0.5.\nloss nan.\n", spec)] == ["0.5", "nan"]
+    assert parse_metric("loss 0.4\nloss inf.\n", spec) == [0.4, float("inf")]
+    assert parse_metric("loss nan.5 loss nan-check", spec) == []

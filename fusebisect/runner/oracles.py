@@ -73,7 +73,7 @@ class MetricSpec:
 
 
 # a whole word, followed by a space, the line's end or closing punctuation: not "loss info", "nan-check", "nan/inf"
-_NONFINITE = "(?i:[-+]?(?:nan|inf(?:inity)?)(?![^\\s,;)\\]}|'\"]))"
+_NONFINITE = "(?i:[-+]?(?:nan|inf(?:inity)?)(?=\\.?(?:[\\s,;)\\]}|'\"]|$)))"   # a sentence's full stop too
 
 
 def _group_span(regex: str) -> tuple[int, int] | None:
