@@ -271,7 +271,7 @@ def test_a_symbolic_link_loop_is_called_one_by_every_command(tmp_path, capsys):
     loop = str(tmp_path / "loop1")
     for argv in (["rules", "fired", loop], ["overflow", loop], ["dump", "convert", loop, "--out", str(tmp_path / "o")],
                  ["compare", loop, str(tmp_path)], ["compare", str(tmp_path), loop],
-                 ["run", "--rules", loop, "--", "true"]):
+                 ["run", "--rules", loop, "--", "true"], ["report", loop], ["report", loop, "--json"]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert "a symbolic link loop (too many levels of symbolic links)" in err and err.count("\n") == 1, (argv, err)

@@ -18,6 +18,14 @@ Example:  fusebisect report fusebisect-work --html report.html
 """
 
 
+def _real(path) -> Path:
+    """``path`` resolved, or as it is when it cannot be (a symbolic link loop: the reader says so)."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):   # RuntimeError: a symbolic link loop (Python < 3.13)
+        return Path(path).absolute()
+
+
 def _partial_run_json(view, workdir: Path) -> dict:
     """The run JSON of a run that has no result yet (interrupted, or still running): what was judged so far, with
     the keys of a finished run's JSON; ``status`` is "running" and what only the end decides is null."""
@@ -70,27 +78,27 @@ def register(app: typer.Typer) -> None:
 
         from fusebisect.fsutil import check_output_file
 
-        own = {(Path(workdir) / n).resolve(): n for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}
+        own = {_real(Path(workdir) / n): n for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}
         for flag, out in (("--html", html), ("--markdown", markdown)):
             check_output_file(out, flag)
-            if out is not None and Path(out).resolve() in own:   # resolved: w/../w/journal.jsonl, a linked workdir
-                raise UsageError(f"{flag} {out}: that is the run's own {own[Path(out).resolve()]}, which the report "
+            if out is not None and _real(out) in own:   # resolved: w/../w/journal.jsonl, a linked workdir
+                raise UsageError(f"{flag} {out}: that is the run's own {own[_real(out)]}, which the report "
                                  "is read from")
-        if html is not None and markdown is not None and Path(html).resolve() == Path(markdown).resolve():
+        if html is not None and markdown is not None and _real(html) == _real(markdown):
             raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)
         production = (view.result or {}).get("switch_file")
-        trials = (Path(workdir) / "trials").resolve()
+        trials = _real(Path(workdir) / "trials")
         for flag, out in (("--html", html), ("--markdown", markdown)):
             if out is None:
                 continue
-            where = Path(out).resolve()
-            if production and where == Path(production).resolve():
+            where = _real(out)
+            if production and where == _real(production):
                 raise UsageError(f"{flag} {out}: that is the run's production switch file")
             if where.is_relative_to(trials):
                 raise UsageError(f"{flag} {out}: that is inside the run's trial directories, which hold its evidence")
             for kept in ("switch", "repro"):
-                if where.is_relative_to((Path(workdir) / kept).resolve()):
+                if where.is_relative_to(_real(Path(workdir) / kept)):
                     raise UsageError(f"{flag} {out}: that is inside the run's {kept}/ directory, whose files its "
                                      "runs and repro commands use")
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))

@@ -131,7 +131,10 @@ def load_run_view(workdir: str | Path) -> RunView:
     Raises FusebisectError when the directory holds no journal (not a fusebisect workdir)."""
     workdir = Path(workdir)
     if not workdir.is_dir():
-        raise FusebisectError("not a directory (give the --workdir of a fusebisect run)", path=workdir)
+        from fusebisect.fsutil import missing_reason
+
+        why = "not a directory" if workdir.exists() else missing_reason(workdir)
+        raise FusebisectError(f"{why} (give the --workdir of a fusebisect run)", path=workdir)
     journal = Journal(workdir / JOURNAL_NAME)
     records = journal.load()
     holder = workdir_holder(workdir)
