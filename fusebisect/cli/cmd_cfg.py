@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -174,9 +172,12 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
             if p.severity == "warning" and p.rule and p.code not in ("cannot-disable", "own-o1-exception"):
                 # (those two are the reason itself)
                 # without its "Switch.<section>.<rule>: " label (the row names the rule)
-                label = re.compile(rf"(Switch\.\w+\.)?{re.escape(p.rule)}: ")
-                notes.setdefault(p.rule, []).append(label.sub("", p.message, count=1) if label.match(p.message)
-                                                    else p.message)
+                message = p.message
+                for label in (f"Switch.{p.section}.{p.rule}: ", f"{p.rule}: "):
+                    if message.startswith(label):
+                        message = message[len(label):]
+                        break
+                notes.setdefault(p.rule, []).append(message)
         for name in rule or []:   # a --rule the catalog does not know: its state says nothing of the rule meant
             if catalog.get(name) is None and name not in notes:
                 hints = catalog.suggest(name)

@@ -145,9 +145,13 @@ class Catalog:
         return [r.name for r in self.rules.values() if r.can_disable and r.spelling_of is None]
 
     def builtin_entries(self, kind: str) -> dict[str, str]:
-        """The built-in fusion_config.json Switch entries for one kind ('GraphFusion'/'UBFusion')."""
-        return {r.name: r.builtin_switch for r in self.rules.values()
-                if r.builtin_switch is not None and r.kind == kind}
+        """The built-in fusion_config.json Switch entries for one kind ('GraphFusion'/'UBFusion'); the same dict
+        on every call (do not change it)."""
+        cache = self.__dict__.setdefault("_builtin_entries", {})
+        if kind not in cache:
+            cache[kind] = {r.name: r.builtin_switch for r in self.rules.values()
+                           if r.builtin_switch is not None and r.kind == kind}
+        return cache[kind]
 
     def ub_fusion_supported(self, soc: str) -> bool:
         """False for SoCs without UB fusion (e.g. 'Ascend 950PR'); True otherwise."""
