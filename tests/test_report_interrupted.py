@@ -210,3 +210,24 @@ def test_a_resumed_run_that_goes_on_takes_its_old_result_and_reports_away(tmp_pa
         release.touch()
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
+
+
+def test_the_markdown_and_html_tables_list_runs_in_run_number_order(tmp_path, capsys):
+    """With --jobs, runs end in another order than they start: the journal holds them as judged, but the reports'
+    execution tables list them by run number, as the terminal report and the JSON do."""
+    import re
+    import sys
+
+    from fusebisect.cli.app import main
+
+    work = tmp_path / "w"
+    rc = main(["-q", "run", "--jobs", "3", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--", sys.executable,
+               "-m", "fusebisect.sim", "train", "--steps", "2", "--faulty", "GeluFusionPass,MatMulBiasAddFusionPass"])
+    assert rc == 0, capsys.readouterr().err
+    journal = [json.loads(line) for line in (work / "journal.jsonl").read_text().splitlines()]
+    judged = [ev["index"] for ev in journal if ev.get("event") == "trial"]
+    assert main(["report", str(work), "--markdown", str(tmp_path / "r.md"), "--html", str(tmp_path / "r.html")]) == 0
+    rows = [int(m) for m in re.findall(r"^\| (\d+) \|", (tmp_path / "r.md").read_text(), re.M)]
+    assert rows == sorted(judged) and len(rows) == len(judged)
+    cells = [int(m) for m in re.findall(r"<tr><td>(\d+)</td>", (tmp_path / "r.html").read_text())]
+    assert cells[-len(judged):] == sorted(judged)

@@ -160,7 +160,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
                                        [t.seconds for t in view.trials], [t.role for t in view.trials])),
             table(["#", "role", "rules off", "outcome", "metric", "seconds", "note"],
                   [[t.number, t.role, len(t.off), t.outcome, fmt_number(t.metric), f"{t.seconds:.2f}", trial_note(t)]
-                   for t in view.trials], outcome_col=3)))
+                   for t in sorted(view.trials, key=lambda t: t.number)], outcome_col=3)))   # (the plot: as judged)
     repro = result.get("repro") or {}
     if repro:
         lines = []

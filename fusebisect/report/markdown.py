@@ -48,7 +48,7 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     if view.trials:
         lines += ["## Executions", "", "| # | role | rules off | outcome | metric | seconds | note |",
                   "|---|---|---|---|---|---|---|"]
-        for t in view.trials:
+        for t in sorted(view.trials, key=lambda t: t.number):   # run-number order, as the terminal and JSON
             note = trial_note(t)
             lines.append("| " + " | ".join(_cell(v) for v in (
                 t.number, t.role, len(t.off), t.outcome, t.metric, f"{t.seconds:.2f}", note or None)) + " |")
