@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -113,11 +114,13 @@ def test_faulty_fused_op_diverges_from_golden(tmp_path):
 def test_graph_dumps_and_fired_rules(tmp_path):
     graphs = tmp_path / "graphs"
     result = sim(tmp_path, "--steps", "1", env={"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(graphs)})
-    names = sorted(p.name for p in graphs.iterdir())
+    [folder] = graphs.iterdir()   # as GE writes them: a folder per process
+    assert folder.name == f"pid_{os.getpid()}_deviceid_0"
+    names = sorted(p.name for p in folder.iterdir())
     assert names == ["ge_proto_00000000_graph_1_PreRunBegin.txt", "ge_proto_00000001_graph_1_Build.txt"]
     assert [p.name for p in find_build_graphs(graphs)] == ["ge_proto_00000001_graph_1_Build.txt"]
     build = load_graph(graphs)
-    original = load_graph(graphs / names[0])
+    original = load_graph(folder / names[0])
     assert not any(op.pass_names or op.ub_pass_name for op in original.ops)
     assert {op.name for op in original.ops} >= {"ln_mean", "gelu_tanh", "sm_exp"}
     ln = build.op("ln_LayerNorm")
@@ -132,7 +135,7 @@ def test_graph_dumps_and_fired_rules(tmp_path):
     # DUMP_GRAPH_LEVEL=3: final graph only
     only = tmp_path / "only"
     sim(tmp_path, "--steps", "1", env={"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(only), "DUMP_GRAPH_LEVEL": "3"})
-    assert [p.name for p in only.iterdir()] == ["ge_proto_00000000_graph_1_Build.txt"]
+    assert [p.name for p in only.rglob("ge_proto_*")] == ["ge_proto_00000000_graph_1_Build.txt"]
 
 
 @pytest.mark.parametrize("layout", ["old", "new"])

@@ -2,7 +2,8 @@
 
 * ``fusion_result.json`` (GE compile statistics) into ``ASCEND_WORK_PATH`` or the working directory;
 * GE graph dumps ``ge_proto_<idx>_graph_1_<Stage>.txt`` (text-format ``ge.proto.ModelDef``): the framework graph
-  as received (``PreRunBegin``) and the compiled graph (``Build``);
+  as received (``PreRunBegin``) and the compiled graph (``Build``), in ``DUMP_GRAPH_PATH/pid_<pid>_deviceid_0/``
+  as GE writes them (the working directory without DUMP_GRAPH_PATH);
 * data dumps ``{dump_path}/{time}/{device}/{model_name}/{model_id}/{step}/{type}.{name}.{task}.{stream}.{ts}``;
 * golden ``{op}.{idx}.{ts}.npy`` files of the unfused graph (a CPU/GPU-style reference run);
 * ``Opdebug.Node_OpDebug.*`` overflow records (old or new layout) next to the overflowing op's dump.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import struct
 import time
 from pathlib import Path
@@ -139,7 +141,8 @@ def write_graphs(opts, framework: Graph, compiled: Compiled) -> list[Path]:
     """Write the GE graph dumps selected by DUMP_GE_GRAPH/DUMP_GRAPH_LEVEL; returns their paths."""
     from google.protobuf import text_format
 
-    directory = opts.graph_path or Path.cwd()
+    # GE writes each process's graphs to a folder of its own under DUMP_GRAPH_PATH
+    directory = opts.graph_path / f"pid_{os.getpid()}_deviceid_0" if opts.graph_path else Path.cwd()
     written = []
     for idx, stage in enumerate(_stages(opts.graph_level)):
         graph = framework if stage == "PreRunBegin" else compiled.graph
