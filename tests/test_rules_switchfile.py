@@ -139,7 +139,7 @@ def test_json_string_escapes_and_control_characters_as_cann_reads_them():
     report = check_switch_text('{"Switch":{"GraphFusion":{"X\\ud83d\\ude00":"off","X\\ud83d\\ude00":"on"}}}', TOY)
     messages = [p.message for p in report.problems]
     assert any("X\U0001F600 appears twice" in m for m in messages), messages
-    assert any("invalid rule name 'X\U0001F600'" in m for m in messages), messages
+    assert any("'X\U0001F600' in Switch.GraphFusion is no pass name" in m for m in messages), messages
     with pytest.raises(SwitchFileError, match=r"lone surrogate \\uD83D"):
         parse_switch_text('{"Switch":{"GraphFusion":{"X\\ud83d":"off"}}}')
     tab = '{"Switch":{"GraphFusion":{"GeluFusionPass":"on\t"}}}'
@@ -175,7 +175,6 @@ def test_lint_of_ge_pattern_passes_follows_ge_precedence():
     ('{"switch": {}}', 1, 2, "did you mean 'Switch'"),
     ('{"Switch": {"UbFusion": {}}}', 1, 13, "did you mean 'UBFusion'"),
     ('{\n  "Switch": {\n    "GraphFusion": {"A": "off" "B": "on"}\n  }\n}', 3, 32, "expected ','"),
-    ('{"Switch": {"GraphFusion": {"A b": "off"}}}', 1, 29, "invalid rule name"),
     ('{"Switch": {"GraphFusion": {"A": "off"}}', 1, 1, "unterminated"),
     ("{'Switch': {}}", 1, 2, "double quotes"),
     ("", 1, 1, "empty"),
@@ -195,8 +194,13 @@ def test_schema_agrees_with_the_strict_parser():
             "Priority": {"GraphFusion": {"Main": {"X": "1003"}}}, "ExceptionalPassOfO1Level": ["X"]}
     assert not list(validator.iter_errors(good))
     parse_switch_text(json.dumps(good))
+    # what FE's check takes (keys compared without surrounding spaces, any pass name), though it then ignores it
+    for taken in ({" Switch ": {"GraphFusion": {"A": "off"}}}, {"Switch": {" UBFusion": {"A": "off"}}},
+                  {"Switch": {"GraphFusion": {"A b": "off", " A": " on "}}}, {"Priority": {"GraphFusion": {" Top": {}}}}):
+        assert not list(validator.iter_errors(taken)), taken
+        parse_switch_text(json.dumps(taken))
     for bad in ({"Switch": {"GraphFusion": {"A": "ON"}}}, {"Other": {}}, {"Switch": {"ubfusion": {}}},
-                {"Switch": {"GraphFusion": {"A b": "off"}}}, {"Switch": []}, {"ExceptionalPassOfO1Level": "X"},
+                {"Switch": {"GraphFusion": {"A b": "maybe"}}}, {"Switch": []}, {"ExceptionalPassOfO1Level": "X"},
                 {"Switch": {}, "Priority": {"GraphFusion": {"Top": {"X": 5}}}}):
         assert list(validator.iter_errors(bad)), bad
         with pytest.raises(SwitchFileError):
@@ -388,3 +392,23 @@ def test_did_you_mean_hints_stop_after_the_first_two_hundred_unknown_names():
     assert len(found) == 250
     assert sum("did you mean" in p.message for p in found) == 200
     assert found[-1].message.endswith("is not in the catalog (fine for a custom or newer pass; check the spelling)")
+
+
+def test_keys_cann_checks_trimmed_and_names_it_never_matches_are_taken_and_do_nothing():
+    """FE's CheckFusionConfigJsonFormat compares keys without their spaces and puts no limit on pass names, then
+    reads its maps by the exact keys: such a file compiles, and its padded parts and odd names do nothing. The
+    lint warns of each (it called them errors, and the simulator refused to compile such a file)."""
+    cfg = parse_switch_text('{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off","My Pass":"off",'
+                            '" GeluFusionPass":"off"}," UBFusion":{"TbeEltwiseFusionPass":"off"}},'
+                            '" Priority ":{"GraphFusion":{"Top":{"X":"5"}}}}')
+    assert cfg.graph == {"LayerNormFusionPass": "off"} and cfg.ub == {} and cfg.priority == {}
+    assert cfg.invalid_names == ["My Pass", " GeluFusionPass"]
+    report = check_switch_text('{"Switch":{"GraphFusion":{" GeluFusionPass":"off"}},'
+                               '" Switch":{"UBFusion":{"A":"off"}}}', TOY)
+    assert not [p for p in report.problems if p.severity == "error"], report.problems
+    messages = " ".join(p.message for p in report.problems)
+    assert "did you mean 'GeluFusionPass'?" in messages and "reads only 'Switch' exactly" in messages
+    legacy = parse_switch_text("My Pass:off\nGeluFusionPass:off\n")
+    assert legacy.invalid_names == ["My Pass"] and legacy.graph == {"GeluFusionPass": "off"}
+    with pytest.raises(SwitchFileError, match="appears twice"):
+        parse_switch_text("My Pass:off\nMy Pass:on\n")

@@ -33,6 +33,11 @@ def test_an_old_format_switch_file_gives_the_rules_it_names(tmp_path):
 def test_bad_names_and_empty_lists_are_usage_errors(tmp_path):
     with pytest.raises(UsageError, match="--rules"):
         load_rules_spec("Gelu$Pass")
+    # a switch file CANN takes, holding a key that is no pass name: no rule to search, said rather than dropped
+    odd = tmp_path / "odd.cfg"
+    odd.write_text('{"Switch": {"GraphFusion": {"GeluFusionPass": "off", "My Pass": "off"}}}')
+    with pytest.raises(UsageError, match="'My Pass' is no pass name"):
+        load_rules_spec(str(odd))
     empty = tmp_path / "empty.txt"
     empty.write_text("# nothing yet\n")
     with pytest.raises(UsageError, match="no rule names"):

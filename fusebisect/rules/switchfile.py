@@ -55,6 +55,9 @@ class SwitchConfig:
     #: entries CANN reads under another name, so they do nothing (a byte-order mark kept in the first line's pass
     #: name): the name as written -> why; not in the sections
     ignored: dict[str, str] = field(default_factory=dict)
+    #: keys CANN takes but that are no pass names (spaces, other characters): they match no pass, so nothing
+    #: keeps them; the lint warns of each
+    invalid_names: list[str] = field(default_factory=list)
 
     def section(self, kind: str) -> dict[str, str]:
         """The name -> value map of one kind ('GraphFusion'/'UBFusion'; 'graph'/'ub' accepted)."""
@@ -416,7 +419,14 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
         add("duplicate", f"duplicate top-level key {key!r}{last}", at, severity="warning")
 
     for key, key_at, node in _kept_pairs(root, top_twice):
-        if key not in TOP_LEVEL_KEYS:
+        # FE checks the keys trimmed, but reads its switch map, priorities and exceptions by the exact keys: a
+        # padded key passes the check, its part is checked too, and then nothing of it is used
+        keep = key in TOP_LEVEL_KEYS
+        if not keep and key.strip() in TOP_LEVEL_KEYS:
+            add("padded-key", f"top-level key {key!r}: CANN checks it without the spaces but reads only "
+                f"{key.strip()!r} exactly, so this part of the file does nothing", key_at, severity="warning")
+            key = key.strip()
+        elif not keep:
             hint = next((k for k in TOP_LEVEL_KEYS if k.lower() == key.lower()), None)
             add("top-level-key", f"top-level key {key!r} is not allowed: CANN accepts only Switch, Priority and "
                 f"ExceptionalPassOfO1Level" + (f" (did you mean {hint!r}?)" if hint else ""), key_at)
@@ -429,7 +439,13 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                 add("duplicate", f"duplicate section {sec!r} in Switch{last}", at, section=sec, severity="warning")
 
             for sec, sec_at, sec_node in _kept_pairs(node, sec_twice):
-                if sec not in KINDS:
+                used = keep and sec in KINDS
+                if sec not in KINDS and sec.strip() in KINDS:
+                    add("padded-key", f"section {sec!r} in Switch: CANN checks it without the spaces but reads "
+                        f"only {sec.strip()!r} exactly, so its entries do nothing", sec_at, section=sec.strip(),
+                        severity="warning")
+                    sec = sec.strip()
+                elif sec not in KINDS:
                     hint = next((k for k in KINDS if k.lower() == sec.lower()), None)
                     add("section", f"unknown section {sec!r} in Switch: expected GraphFusion or UBFusion"
                         + (f" (did you mean {hint!r}?)" if hint else ""), sec_at, section=sec)
@@ -438,15 +454,24 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                     add("type", f"Switch.{sec} must be an object of \"PassName\": \"on\"|\"off\"", sec_node.offset,
                         section=sec)
                     continue
-                target = cfg.section(sec)
+                target = cfg.section(sec) if used else {}   # (a part CANN ignores is checked, never used)
                 def twice(name, at, sec=sec):
                     add("duplicate", f"{name} appears twice in Switch.{sec}{last}", at, rule=name, section=sec,
                         severity="warning")
 
                 for name, name_at, val in _kept_pairs(sec_node, twice):
                     if not RULE_NAME_RE.fullmatch(name):
-                        add("rule-name", f"invalid rule name {name!r} in Switch.{sec}: only letters, digits and "
-                            "_ . : - are allowed", name_at, rule=name, section=sec)
+                        # CANN stores the name as it is, which matches no pass (its value is still checked)
+                        fix = (f" (did you mean {name.strip()!r}?)" if name.strip() != name and
+                               RULE_NAME_RE.fullmatch(name.strip()) else "")
+                        add("rule-name", f"{name!r} in Switch.{sec} is no pass name (only letters, digits and _ . : "
+                            f"- are): CANN takes the file, but the entry matches no pass and does nothing{fix}",
+                            name_at, rule=None, section=sec, severity="warning")
+                        cfg.invalid_names.append(name)
+                        if val.kind != "string" or val.value.strip() not in VALUES:
+                            shown = json.dumps(val.value) if val.kind != "object" else "an object"
+                            add("invalid-value", f"Switch.{sec}[{name!r}] = {shown}: the value must be exactly "
+                                "\"on\" or \"off\"", val.offset, section=sec)
                         continue
                     if val.kind == "string" and val.value not in VALUES and val.value.strip() in VALUES:
                         # FE's check trims the value, but its switch map compares it untrimmed with "on"
@@ -454,7 +479,8 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             "spaces but then reads anything but exactly \"on\" as off", val.offset, rule=name,
                             section=sec, severity="warning")
                         target[name] = "off"
-                        where[(sec, name)] = line_col(text, name_at)
+                        if used:
+                            where[(sec, name)] = line_col(text, name_at)
                         continue
                     if val.kind != "string" or val.value not in VALUES:
                         shown = json.dumps(val.value) if val.kind != "object" else "an object"
@@ -462,18 +488,21 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             "\"off\"", val.offset, rule=name, section=sec)
                         continue
                     target[name] = val.value
-                    where[(sec, name)] = line_col(text, name_at)
+                    if used:
+                        where[(sec, name)] = line_col(text, name_at)
         elif key == "Priority":
             if node.kind != "object":
                 add("type", "\"Priority\" must be an object", node.offset)
                 continue
             _check_priority(node, add)
-            cfg.priority = node.value  # type: ignore[assignment]
+            if keep:
+                cfg.priority = node.value  # type: ignore[assignment]
         else:
             if node.kind != "array" or any(i.kind != "string" for i in node.items or []):
                 add("type", "\"ExceptionalPassOfO1Level\" must be an array of pass names", node.offset)
                 continue
-            cfg.o1_exceptions = list(node.value)  # type: ignore[arg-type]
+            if keep:
+                cfg.o1_exceptions = list(node.value)  # type: ignore[arg-type]
     if not any(key == "Switch" for key, _at, _node in root.pairs or []) and not problems:
         add("no-switch", "no \"Switch\" key: this file switches nothing", root.offset, severity="warning")
     return cfg
@@ -536,13 +565,21 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
                                         f"comments; CANN reads an entry for a pass named {name!r}, which switches "
                                         "nothing", lineno, col))
             continue
-        if not RULE_NAME_RE.fullmatch(name):
-            problems.append(Problem("error", "rule-name", f"invalid rule name {name!r}: only letters, digits and "
-                                    "_ . : - are allowed", lineno, col, rule=name))
-            continue
         if value not in VALUES:
             problems.append(Problem("error", "invalid-value", f"{name}:{value}: the value must be exactly on or off",
-                                    lineno, col + s.index(":") + 1, rule=name))
+                                    lineno, col + s.index(":") + 1, rule=name if RULE_NAME_RE.fullmatch(name) else None))
+            continue
+        if not RULE_NAME_RE.fullmatch(name):
+            # FE stores the name as it is (trimmed), which matches no pass (duplicates of it still fail the file)
+            if name in seen:
+                problems.append(Problem("error", "duplicate", f"{name!r} appears twice (first on line {seen[name]})",
+                                        lineno, col))
+                continue
+            seen[name] = lineno
+            problems.append(Problem("warning", "rule-name", f"{name!r} is no pass name (only letters, digits and "
+                                    "_ . : - are): CANN takes the file, but the entry matches no pass and does "
+                                    "nothing", lineno, col))
+            cfg.invalid_names.append(name)
             continue
         if name in seen:
             problems.append(Problem("error", "duplicate", f"{name} appears twice (first on line {seen[name]})",

@@ -268,6 +268,9 @@ def load_rules_spec(spec: str) -> list[str]:
         lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("#", "//"))]
         if lines and looks_like_json(text):  # the switch-file reader's own test: skips comment lines
             cfg = parse_switch_text(text, path=path)
+            if cfg.invalid_names:   # CANN takes them (and ignores them), but they are no rule to search
+                raise UsageError(f"--rules: {spec}: {cfg.invalid_names[0]!r} is no pass name (only letters, digits "
+                                 "and _ . : - are)")
             names = cfg.mentioned() + (["ALL"] if any("ALL" in cfg.section(k) for k in ("graph", "ub")) else [])
         elif lines and all(ln.partition(":")[2].strip().lower() in ("on", "off") for ln in lines):
             # an old-format switch file (Pass:off lines; comments and CRLF are the user's notes here): its names
