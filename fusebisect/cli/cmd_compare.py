@@ -48,7 +48,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     from rich.table import Table
     from rich.text import Text
 
-    from fusebisect.compare.engine import is_divergent
+    from fusebisect.compare.engine import is_divergent, origin_text, suspects_label
 
     console = common.out()
     rows = report.execution_order()
@@ -61,6 +61,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         ranked = sorted(rows, key=lambda r: (-1.0 if r.nonfinite else r.cosine
                                              if r.cosine is not None and not math.isnan(r.cosine) else 2.0))
         keep = {id(r) for r in ranked[:top]}
+        # the first divergence stays in the table whatever its cosine (a scalar, a max-abs-error verdict)
+        keep |= {id(r) for r in rows if fd is not None and r.tensor == fd["tensor"] and r.my_op == fd["op"]}
         shown = [r for r in rows if id(r) in keep]
     for row in shown:
         style = None
@@ -97,20 +99,13 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
              f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
              f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",
              f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
-    if "input_of" in fd:
-        producer = fd.get("producer")
-        if producer is None:
-            where = "an op upstream (no graph to say which)"
-        else:
-            where = (f"[bold]{escape(producer['op'])}[/bold] (output {escape(str(producer['output']))}, "
-                     + ("compared without divergence" if producer["compared"] else "not compared") + ")")
-        lines.insert(2, f"this is an input of {escape(fd['input_of'])}: the divergence comes from {where}; "
-                        "the passes and ops below are the producer's")
+    if (origin := origin_text(fd)) is not None:
+        lines.insert(2, escape(origin))
     if skipped:
         lines.append(f"{skipped} of {len(report.rows)} tensors could not be compared (see the reason column)")
     if fd["pass_names"] or fd["ub_pass_name"]:
         suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
-        lines.append(f"rules to suspect: [bold]{escape(', '.join(suspects))}[/bold]")
+        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(suspects))}[/bold]")
     console.print(Panel(Text.from_markup("\n".join(lines)), title="first divergence", style="red"))
 
 
@@ -139,6 +134,9 @@ def register(app: typer.Typer) -> None:
             "Default: one per CPU when the comparison has 500 ops or more, else 1.")] = None,
         html_out: Annotated[Optional[Path], typer.Option(
             "--html", help="Write a self-contained HTML report (cosine plot, first divergence, rows).")] = None,
+        iteration: Annotated[str, typer.Option(
+            "--iteration", help="Of a dump root holding several iterations: latest (the leaf msaccucmp would be "
+            "given) or earliest (fused vs unfused: before a faulty fusion drifts the weights).")] = "latest",
         ffts_direct: Annotated[bool, typer.Option(
             "--ffts", help="FFTS+ vs FFTS+ (msaccucmp -ffts): keep the op names of thread files, so manual-mode "
             "slices (_lxsliceN) are compared one to one; automatic-mode threads share a name and are still "
@@ -152,6 +150,8 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--max-abs-error {max_abs_error:g}: must be 0 or more")
         if engine not in ("native", "msaccucmp", "auto"):
             raise UsageError(f"--engine {engine}: expected native, msaccucmp or auto")
+        if iteration not in ("latest", "earliest"):
+            raise UsageError(f"--iteration {iteration}: expected latest or earliest")
         if msaccucmp is not None and engine != "msaccucmp":
             raise UsageError(f"--msaccucmp {msaccucmp}: it is for --engine msaccucmp (the {engine} engine does not "
                              "run it); add --engine msaccucmp or drop --msaccucmp")
@@ -166,7 +166,8 @@ def register(app: typer.Typer) -> None:
         if engine == "msaccucmp":
             from fusebisect.compare.msaccucmp_adapter import run_msaccucmp
             report = run_msaccucmp(my, golden, my_graph=my_graph, golden_graph=golden_graph, script=msaccucmp,
-                                   cosine=cosine, max_abs_error=max_abs_error, ffts_direct=ffts_direct)
+                                   cosine=cosine, max_abs_error=max_abs_error, ffts_direct=ffts_direct,
+                                   leaf=iteration)
             if op is not None:   # msaccucmp compared everything: keep that op's rows, and judge only them
                 from fusebisect.compare.engine import first_divergence
                 report.rows = [r for r in report.rows if op in r.my_op.split(",")]
@@ -176,7 +177,8 @@ def register(app: typer.Typer) -> None:
         else:
             from fusebisect.compare.engine import compare_dumps
             report = compare_dumps(my, golden, my_graph=my_graph, golden_graph=golden_graph, cosine=cosine,
-                                   max_abs_error=max_abs_error, op=op, jobs=jobs, ffts_direct=ffts_direct)
+                                   max_abs_error=max_abs_error, op=op, jobs=jobs, ffts_direct=ffts_direct,
+                                   leaf=iteration)
         for note in report.notes:
             common.log(f"note: {note}")
         if csv_out is not None:
@@ -220,4 +222,9 @@ def register(app: typer.Typer) -> None:
             raise DumpFormatError(f"{len(report.unreadable)} dump file(s) could not be read: 'no divergence' "
                                   f"cannot be concluded ({len(report.rows) - not_compared} tensors compared); first: "
                                   f"{first['reason']}")
+        if report.not_in_graph:   # left out of the comparison: they may hold the divergence
+            raise UsageError(f"--my-graph {my_graph}: {len(report.not_in_graph)} op dump(s) have no op in it (first: "
+                             f"{report.not_in_graph[0]}), so they were not compared and 'no divergence' cannot be "
+                             f"concluded ({len(report.rows) - not_compared} tensors compared): give the graph of "
+                             "this dump")
         raise typer.Exit(0)

@@ -90,6 +90,9 @@ class CompareReport:
     golden_address_column: bool = True
     mode: str = "npu_vs_npu"        # 'npu_vs_npu' | 'npu_vs_npy' | 'fused_vs_unfused' | 'npy_by_name'
     notes: list[str] = field(default_factory=list)   # what a person should know (FFTS+ thread files...)
+    #: my op dumps the graph given for my side has no op for, so they were not compared (it may not be this
+    #: dump's graph): no "no divergence" can rest on a comparison that left them out
+    not_in_graph: list[str] = field(default_factory=list)
 
     @property
     def unreadable(self) -> list[dict]:
@@ -138,9 +141,15 @@ def _graph_for(graph, dumped, side: str, notes: list[str]):
     best = max(range(len(each)), key=lambda i: (covered[i], -undumped[i], i))   # then the later file (a recompile)
     if covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
         return merged
+    def shown(f: Path) -> str:   # under the folder given (runs of a job keep the same names in pid_* folders)
+        try:
+            return str(f.relative_to(graph))
+        except ValueError:
+            return f.name
+
     notes.append(f"{graph} holds {len(each)} Build graphs sharing op names: the {side} side uses "
-                 f"{each[best][0].name}, which names {covered[best]} of the {len(dumped)} op dumps (the others: "
-                 f"{', '.join(f.name for i, (f, _g) in enumerate(each) if i != best)})")
+                 f"{shown(each[best][0])}, which names {covered[best]} of the {len(dumped)} op dumps (the others: "
+                 f"{', '.join(shown(f) for i, (f, _g) in enumerate(each) if i != best)})")
     return each[best][1]
 
 
@@ -187,12 +196,25 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     with_graph = my_graph is not None
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
     golden_tree = None if golden_npy else scan_dumps(golden_path)
+    iterations = {e.iteration for e in my_tree.entries}
     my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
+    if leaf == "latest" and golden_graph is not None and len(iterations) > 1:
+        # fused vs unfused: a later step ran on weights a faulty fusion has already drifted, so its first
+        # divergence is wherever the drift shows first, not the fusion's own op
+        leaf_notes.append("fused vs unfused over several steps: the later ones ran on weights a faulty fusion has "
+                          "already drifted, so their first divergence need not be the fusion's; compare the "
+                          "earliest step for that (--iteration earliest)")
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:
         raise DumpFormatError(f"no op dump files found in {my_path}")
     if golden_tree is None:
-        golden_index = mp.index_golden(scan_golden(golden_path))
+        repeated: list[tuple[str, int]] = []
+        golden_index = mp.index_golden(scan_golden(golden_path, repeated))
+        if repeated:
+            again, again_index = repeated[0]
+            leaf_notes.append(f"the golden in {golden_path} holds several dumps of {len(repeated)} output(s) (e.g. "
+                              f"{again} output {again_index}: several steps?): the newest of each was compared; "
+                              "give a directory of the one step your dump is")
     else:
         golden_index = mp.index_tree(golden_tree, graph=with_graph, direct=ffts_direct)
         if not golden_index.files:
@@ -205,6 +227,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     ctx.my_address = not _dir_has_npy(my_path)
     ctx.golden_address = not golden_npy and not _dir_has_npy(golden_path)
 
+    stray: list[str] = []
     if my_g is None:
         if golden_npy:
             mode = "npy_by_name"
@@ -244,6 +267,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         _ffts_inputs_from_producers(rows)
     notes = list(dict.fromkeys(my_index.notes + golden_index.notes + ctx.notes))
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
+    report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:
         _blame_producer(report.first_divergence, report.rows, my_g)
@@ -293,6 +317,30 @@ def _blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
     fd["ground_truth"] = list(producer.original_op_names or [name]) if producer is not None else [name]
 
 
+def origin_text(fd: dict) -> str | None:
+    """Where a first divergence that is an op's input comes from, for people (None when it is an output): the
+    producer, and whether its own output was compared (not compared, its input may already have diverged)."""
+    if "input_of" not in fd:
+        return None
+    producer = fd.get("producer")
+    if producer is None:
+        where = "an op upstream (no graph to say which)"
+    else:
+        where = (f"{producer['op']} (output {producer['output']}, "
+                 + ("compared without divergence" if producer["compared"] else "not compared") + ")")
+    return (f"this is an input of {fd['input_of']}: the divergence comes from {where}; the passes and ops below "
+            "are the producer's")
+
+
+def suspects_label(fd: dict) -> str:
+    """The heading of a first divergence's pass names: the rules to suspect, unless they are those of a producer
+    whose own output was not compared (the divergence may start further upstream)."""
+    producer = fd.get("producer")
+    if "input_of" in fd and (producer is None or not producer["compared"]):
+        return "rules of that producer (not compared itself: the divergence may start further upstream)"
+    return "rules to suspect"
+
+
 AUTO_JOBS_MIN_OPS = 500      # below this, starting workers costs about what they save
 
 
@@ -340,10 +388,13 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     if row.scalar_relative_error is not None:   # its cosine says nothing: 1 - cosine bounds the relative error
         return row.scalar_relative_error > 1 - cosine or (max_abs_error is not None and row.max_abs_error is not None
                                                           and row.max_abs_error > max_abs_error)
+    # a cosine is judged as msaccucmp prints it (6 decimals): float32 sums make a tensor's cosine with itself
+    # 0.99999994, which --cosine 1 would call a divergence
     if row.finite_cosine is not None:   # msaccucmp's cosine is NaN (same NaN/Inf, or one side all zero)
-        return row.finite_cosine < cosine or (max_abs_error is not None and row.finite_max_abs_error > max_abs_error)
+        return round(row.finite_cosine, 6) < cosine or (max_abs_error is not None
+                                                         and row.finite_max_abs_error > max_abs_error)
     cos = row.cosine
-    if cos is not None and not np.isnan(cos) and cos < cosine:
+    if cos is not None and not np.isnan(cos) and round(cos, 6) < cosine:
         return True
     mae = row.max_abs_error
     if max_abs_error is not None and mae is not None and not np.isnan(mae) and mae > max_abs_error:

@@ -137,11 +137,11 @@ def build_rule(graph) -> FusionRule:
                                   for i, o in enumerate(ops[0].outputs)] or [Origin(ops[0].original_op_names[0],
                                                                                     None)]
 
-    current = graph.ops[0].graph if graph.ops else None
+    current = getattr(graph.ops[0], "graph", None) if graph.ops else None
     for position, info in enumerate(graph.ops):
-        if info.graph != current:
+        if getattr(info, "graph", None) != current:   # (ops built without a graph name are one graph)
             rename()
-            current = info.graph
+            current = getattr(info, "graph", None)
         # an op GE inserted (its original-op list present but empty) has no ground truth: msaccucmp reads ['']
         inserted = getattr(info, "origin_empty", False) and not info.original_op_names
         have_origin = bool(info.original_op_names) or inserted

@@ -72,10 +72,11 @@ def _flat_dir(path: Path, tree, workdir: Path, label: str) -> Path:
 
 def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, algorithms=None,
                   cosine: float = 0.99, max_abs_error: float | None = None, env: dict | None = None,
-                  timeout: float | None = None, ffts_direct: bool = False) -> CompareReport:
+                  timeout: float | None = None, ffts_direct: bool = False, leaf: str = "latest") -> CompareReport:
     """Runs ``msaccucmp.py compare`` on the two sides and returns its result as a :class:`CompareReport`.
 
-    ``ffts_direct`` passes ``-ffts`` (FFTS+ thread files keep their op names).
+    ``ffts_direct`` passes ``-ffts`` (FFTS+ thread files keep their op names). ``leaf``: the iteration of a root
+    holding several, 'latest' or 'earliest' (as :func:`compare_dumps`).
 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
@@ -88,8 +89,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     # msaccucmp compares one leaf directory: a root holding several iterations, devices or runs is cut to the
     # leaf the native engine compares (flattened, they would mix: msaccucmp takes the newest file of each name)
     golden_npy = is_golden_dir(golden_path)
-    my_tree, golden_tree, leaf_notes = one_leaf(scan_dumps(my_path),
-                                                None if golden_npy else scan_dumps(golden_path))
+    my_tree, golden_tree, leaf_notes = one_leaf(scan_dumps(my_path), None if golden_npy else scan_dumps(golden_path),
+                                                earliest=leaf == "earliest")
     with tempfile.TemporaryDirectory(prefix="fusebisect_msaccucmp_") as tmp:
         work = Path(tmp)
         my_flat = _flat_dir(my_path, my_tree, work, "my")

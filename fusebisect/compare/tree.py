@@ -302,10 +302,11 @@ def _missing_reason(path: Path) -> str:
     return missing_reason(path)
 
 
-def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEntry]:
+def scan_golden(path: str | os.PathLike[str], repeated: list | None = None) -> dict[tuple[str, int], GoldenEntry]:
     """Return ``{(op_name, output_index): GoldenEntry}`` for golden .npy files under ``path`` (recursive).
 
-    When one output was dumped several times the newest timestamp wins. Raises DumpFormatError if ``path``
+    When one output was dumped several times the newest timestamp wins (``repeated``, when given, receives the
+    key of each such output once). Raises DumpFormatError if ``path``
     does not exist, or when golden files lie in several directories (iterations, devices): their tensors are
     different data, never one pool.
     """
@@ -329,6 +330,8 @@ def scan_golden(path: str | os.PathLike[str]) -> dict[tuple[str, int], GoldenEnt
     for file, match in golden:
         entry = GoldenEntry(file, match["op"], int(match["idx"]), int(match["ts"]))
         key = (entry.op_name, entry.output_index)
+        if key in found and repeated is not None and key not in repeated:
+            repeated.append(key)
         if key not in found or entry.timestamp > found[key].timestamp:
             found[key] = entry
     return found

@@ -185,10 +185,14 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     max_abs_error (None when not a number), nonfinite, reason; execution order), then ``notes`` (e.g. FFTS+
     thread files). ``not_compared``: rows that could not be compared (their reason says why). Returns the text."""
     if first:
+        from fusebisect.compare.engine import origin_text, suspects_label
+
         rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
+        origin = origin_text(first)
         text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
                 + (f", {esc(first['note'])}" if first.get("note") else "") + ")"
-                + (f" — rules to suspect: {esc(', '.join(rules))}" if rules else ""))
+                + (f"; {esc(origin)}" if origin else "")
+                + (f" — {esc(suspects_label(first))}: {esc(', '.join(rules))}" if rules else ""))
         body = [verdict("divergence", text)]
     elif not_compared:
         body = [verdict("inconclusive", f"<b>No divergence</b> among the {len(rows) - not_compared} tensors compared "
@@ -203,7 +207,7 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     hl = {i for i, r in enumerate(shown) if first and r.get("tensor") == first.get("tensor")
           and r.get("op") == first.get("op")}
     parts = [table(["#", "op", "tensor", "golden", "cosine", "max abs error", "reason"],
-                   [[i + 1, r.get("op"), r.get("tensor"), r.get("golden"), fmt_number(r.get("cosine")),
+                   [[r.get("index", i), r.get("op"), r.get("tensor"), r.get("golden"), fmt_number(r.get("cosine")),
                      fmt_number(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
                    highlight=hl)]
     if len(rows) > max_rows:

@@ -388,6 +388,9 @@ class Judge:
         if mine:
             return Verdict(INVALID, f"dumps: {len(mine)} dump file(s) could not be read (first: "
                            f"{mine[0]['reason']})", summary)
+        if report.not_in_graph:   # the trial's own graph lacks ops it dumped: they were not compared
+            return Verdict(INVALID, f"dumps: {len(report.not_in_graph)} op dump(s) have no op in the run's graph "
+                           f"(first: {report.not_in_graph[0]}), so they were not compared", summary)
         return Verdict(GOOD, "", summary)
 
 
