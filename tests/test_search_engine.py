@@ -384,3 +384,15 @@ def test_a_reference_that_never_runs_says_why_nothing_follows_and_what_to_do():
             s.observe(off, Outcome.INVALID if off == frozenset(cands) else Outcome.BAD)
     assert s.result.status == "inconclusive" and s.executions == 3
     assert "cures the symptom is unknown" in s.result.message and "--rules" in s.result.message
+
+
+def test_a_round_of_several_workers_never_runs_past_max_executions():
+    """workers=8 and a budget of 3: the engine used to hand out a whole round (9 runs) before the budget stopped
+    it, while its message quoted the budget of 3."""
+    from fusebisect.search.simulate import SimTarget, drive
+
+    cands = [f"R{i}" for i in range(8)]
+    for workers, repeat in ((8, 1), (3, 2)):
+        s = Search(cands, workers=workers, repeat=repeat, max_executions=3)
+        drive(s, SimTarget(cands, [frozenset({"R3"})]))
+        assert s.executions <= 3 and s.result.status == "inconclusive", (workers, repeat, s.executions)

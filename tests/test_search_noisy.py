@@ -312,3 +312,20 @@ def test_the_noise_aware_mode_counts_rules_left_not_hypotheses():
             s.observe(off, target(off))
         lefts.append(s.progress()["candidates_left"])
     assert max(lefts) <= len(cands) and min(lefts) >= 0
+
+
+def test_a_set_whose_only_on_run_is_invalid_is_named_at_one_half_not_above_the_confidence():
+    """Truth: the pair {R9, R10}; the run with only R9 on is INVALID. Nothing tells R9 alone from R9 with a
+    partner (the posterior's lead over the pair is the prior's), so R9 is not named at 0.98: at 0.5, with a note,
+    as the deterministic mode names it."""
+    from fusebisect.search import Outcome, Search
+
+    cands = [f"R{i}" for i in range(20)]
+    only_r9_on = frozenset(cands) - {"R9"}
+    s = Search(cands, flaky=True, seed=0)
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, Outcome.INVALID if off == only_r9_on else
+                      Outcome.BAD if not {"R9", "R10"} & off else Outcome.GOOD)
+    assert all(c.confidence < 0.95 for c in s.result.culprits), s.result
+    assert any("the run with only R9 on was invalid" in n for n in s.result.notes)

@@ -354,9 +354,12 @@ class Search:
         return self.max_executions if self.max_executions is not None else default
 
     def _ask(self, items: list[tuple[int, str]]):
-        if self.executions >= self._cap():
+        cap = self._cap()
+        if self.executions >= cap:
             raise _OutOfBudget
-        yield items
+        # a round never runs past the budget: the configurations left out are asked again, and then the budget
+        # stops the search
+        yield items[:cap - self.executions]
 
     def _judge(self, off: int, retries: int = 0) -> tuple[Outcome | None, bool]:
         """Return (verdict so far, whether another run of ``off`` is needed)."""
@@ -749,6 +752,15 @@ class Search:
                                             f"{name} out.")
                 if not found and not culprit:
                     return self._noisy_result(g, p)
+                names = " and ".join(self.candidates[i] for i in bits_of(culprit))
+                if not self._decided(self._all ^ culprit):
+                    # its run with only it on could never be judged: nothing tells it from it with a partner (the
+                    # posterior's lead is the prior's), as in the deterministic mode: named at 0.5, with why
+                    p = min(p, 0.5)
+                    note = (f"the run with only {names} on was invalid; named as the set all the same: turning it "
+                            "off fixes the symptom and no run showed it needs a partner")
+                    if note not in self._notes:
+                        self._notes.append(note)
                 # Go's loop: with this culprit off, is the job still bad? Only then look for another one. The
                 # verdict there must be seen twice (a majority of up to three runs), GOOD as much as BAD.
                 lfm = found_mask | culprit
@@ -760,7 +772,6 @@ class Search:
                     self._phase = "verify"
                     yield [(lfm, "repeat")]
                     continue
-                names = " and ".join(self.candidates[i] for i in bits_of(culprit))
                 if max(bad, good) < 2:
                     self._notes.append(f"the run with {names} off was not judged by two agreeing runs "
                                        "(run budget, or invalid runs): a further culprit is not ruled out")
