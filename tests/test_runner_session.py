@@ -567,6 +567,31 @@ def test_the_report_of_a_run_set_aside_points_at_its_own_files(target, tmp_path,
         assert switch.startswith(str(old / "switch")) and Path(switch).is_file(), switch
 
 
+def test_a_report_shows_its_own_production_file_when_another_run_wrote_the_path_since(target, tmp_path, capsys):
+    """Two workdirs share -o: the later run wrote the path (the earlier file kept as .bak). The earlier run's
+    report shows its own file (the backup holding its digest) with a note, never the other run's as its fix."""
+    from fusebisect.cli.app import main
+
+    out = tmp_path / "shared.cfg"
+    target.env["T_FAULTY"] = RULES[1]
+    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    target.env["T_FAULTY"] = RULES[2]
+    other = tmp_path / "other"
+    other.mkdir()
+    assert session(target, other, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    assert main(["report", str(tmp_path / "w"), "--json", "--markdown", str(tmp_path / "r.md")]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["switch_file"] == str(out) + ".bak" and RULES[1] in Path(j["switch_file"]).read_text()
+    assert any(n.startswith(f"{out} no longer holds the switch file this run wrote") for n in j["notes"])
+    md = (tmp_path / "r.md").read_text()
+    assert RULES[1] in md and f'"{RULES[2]}": "off"' not in md
+    out.write_text("edited by hand\n")
+    (tmp_path / "shared.cfg.bak").write_text("also edited\n")
+    assert main(["report", str(tmp_path / "w"), "--markdown", str(tmp_path / "r2.md")]) == 0
+    md = (tmp_path / "r2.md").read_text()
+    assert "edited by hand" not in md and "also edited" not in md and "no copy of it was found" in md
+
+
 def test_fresh_leaves_a_production_file_another_run_wrote_since(target, tmp_path):
     """Two workdirs share -o: the second run's file is current. --fresh in the first workdir must not take it
     away into the first run's history."""

@@ -8,6 +8,7 @@ was learned so far.
 
 from __future__ import annotations
 
+import glob
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,7 +155,7 @@ def load_run_view(workdir: str | Path) -> RunView:
         raise FusebisectError(f"a record has a field of the wrong type ({exc}); fix or move the journal aside "
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
     _rebase(view, workdir.absolute())
-    _archived_production(view, workdir.absolute())
+    _own_production(view, workdir.absolute())
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
     view.holder = holder
     last = max((t.number for t in view.trials), default=0)
@@ -195,29 +196,40 @@ def _rebase(view: RunView, workdir: Path) -> None:
         view.result = here(view.result)
 
 
-def _archived_production(view: RunView, workdir: Path) -> None:
-    """A run set aside by --fresh (WORKDIR/previous/TIME) took its -o production file along, as outside/NAME, and
-    the next run wrote the -o path again: the file shown is the one holding what this run wrote."""
-    path = (view.result or {}).get("switch_file")
-    digest = (view.result or {}).get("switch_file_sha256")
-    if not path or not digest or Path(path).is_relative_to(workdir):
+def _holds(candidate: Path, digest: str) -> bool:
+    try:
+        return candidate.is_file() and production_digest(candidate) == digest
+    except OSError:
+        return False
+
+
+def _own_production(view: RunView, workdir: Path) -> None:
+    """The production file shown is the one holding what this run wrote (result.json keeps its digest): when its
+    path now holds another file (a later run with the same -o, an edit), the copy set aside by --fresh
+    (WORKDIR/outside/NAME) or the backup a later run kept (NAME.bak, NAME.bak.N), with a note; when none holds
+    it, a note says the file changed, and its content is not shown."""
+    result = view.result or {}
+    path, digest = result.get("switch_file"), result.get("switch_file_sha256")
+    if not path or not digest or _holds(Path(path), digest):
         return
-    kept = workdir / "outside" / Path(path).name
-
-    def holds(candidate: Path) -> bool:
-        try:
-            return candidate.is_file() and production_digest(candidate) == digest
-        except OSError:
-            return False
-
-    if not holds(Path(path)) and holds(kept):
-        view.result = {**view.result, "switch_file": str(kept)}
+    where = Path(path)
+    kept = [workdir / "outside" / where.name] if not where.is_relative_to(workdir) else []
+    kept += sorted(where.parent.glob(glob.escape(where.name) + ".bak*"))
+    own = next((k for k in kept if _holds(k, digest)), None)
+    note = (f"{where} no longer holds the switch file this run wrote (a later run's, or edited): this run's is "
+            f"{own}" if own is not None else
+            f"{where} no longer holds the switch file this run wrote (a later run's, or edited), and no copy of it "
+            "was found: its content is not shown")
+    view.result = {**result, "switch_file": str(own) if own is not None else path,
+                   "notes": [*(result.get("notes") or []), note]}
 
 
 def production_cfg_text(view: RunView) -> str | None:
-    """The text of the production fusion_switch.cfg the run wrote, if it is still there."""
-    path = (view.result or {}).get("switch_file")
-    if not path:
+    """The text of the production fusion_switch.cfg the run wrote, if it is still there (holding what it wrote,
+    when the run recorded its digest)."""
+    result = view.result or {}
+    path, digest = result.get("switch_file"), result.get("switch_file_sha256")
+    if not path or (digest and not _holds(Path(path), digest)):
         return None
     try:
         return Path(path).read_text(encoding="utf-8")
