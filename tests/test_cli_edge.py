@@ -277,3 +277,11 @@ def test_a_symbolic_link_loop_is_called_one_by_every_command(tmp_path, capsys):
         assert "a symbolic link loop (too many levels of symbolic links)" in err and err.count("\n") == 1, (argv, err)
     assert main(["overflow", str(tmp_path / "nothere")]) == 2
     assert capsys.readouterr().err.strip().endswith("nothere: no such file or directory")
+
+
+def test_a_global_option_after_the_command_says_where_it_goes(capsys):
+    """`fusebisect run --quiet ...`: --quiet exists, before the command; the error says so."""
+    assert main(["run", "--quiet", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "No such option: --quiet; it is an option of fusebisect itself: put it before the command" in err
+    assert err.count("\n") == 1

@@ -437,6 +437,11 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
     base = next(t["index"] for t in j["trials"] if t["role"] == "baseline")
     assert (f"the all-candidates-off run (run {ref}) wrote no fusion_result.json or Build graph, unlike the baseline "
             f"(run {base}): nothing shows the switch file was read there (a compile cache?)") in j["notes"]
+    # a reference that failed (the job needs a rule on to compile): its exit, not a cache, is the likely cause
+    rc = main(["-q", "run", "--json", "--workdir", str(tmp_path / "w2"), "--", sys.executable, "-m", "fusebisect.sim",
+               "train", "--steps", "2", "--crash-when", "LayerNormFusionPass=off"])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 0 and any(n.endswith("(it exited 1: a failed compile?)") for n in j["notes"]), j["notes"]
 
 
 def test_a_rule_that_ignores_off_only_with_others_off_is_tried_alone_before_any_verdict(capsys, tmp_path):

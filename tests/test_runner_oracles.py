@@ -160,8 +160,13 @@ def test_metric_missing_crash_and_timeout_are_invalid_never_bad():
     j = Judge(metric=compile_metric(r"loss ([0-9.]+)"))
     ref = m(metric=1.0)
     assert j.judge(m(metric=None), reference=ref, is_reference=False).reason == "metric not found in the output"
-    v = j.judge(m(exit_code=1, metric=9.0), reference=ref, is_reference=False)
+    v = j.judge(m(exit_code=1, metric=None), reference=ref, is_reference=False)
     assert (v.outcome, v.reason) == (INVALID, "crash (exit 1)")
+    # a job that printed its loss and then exited 1 (it judges itself): said so, with what to do
+    v = j.judge(m(exit_code=1, metric=9.0), reference=ref, is_reference=False)
+    assert v.outcome == INVALID and v.reason.startswith("exit 1 after printing the metric (9): a job that fails is "
+                                                        "no verdict under --metric; if it exits non-zero on bad "
+                                                        "accuracy, drop --metric")
     assert j.judge(m(exit_code=-9, metric=9.0), reference=ref, is_reference=False).outcome == INVALID
     assert j.judge(m(timed_out=True, exit_code=None), reference=ref, is_reference=False).outcome == INVALID
 

@@ -105,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, UsageError):   # one line naming the option, like every other error
             where = exc.ctx.command_path if exc.ctx is not None else "fusebisect"
             message = " ".join(exc.format_message().split())
+            misplaced = next((g for g in ("--quiet", "--verbose", "--debug", "-q", "-v")
+                              if message == f"No such option: {g}"), None)
+            if misplaced is not None and where != "fusebisect":   # a global option given after the command
+                message += (f"; it is an option of fusebisect itself: put it before the command "
+                            f"(fusebisect {misplaced} ...)")
             if message:   # (a command group given no command has printed its help: nothing more to say)
                 print(f"fusebisect: error: {message} (see '{where} --help')", file=sys.stderr)
         else:

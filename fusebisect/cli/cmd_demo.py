@@ -120,7 +120,8 @@ def register(app: typer.Typer) -> None:
                                                             "temporary dir removed at the end.")
                            ] = None,
         steps: Annotated[int, typer.Option(help="Training steps of the simulated job.")] = 20,
-        seed: Annotated[Optional[int], typer.Option(help="Seed for the choice of the faulty rule.")] = None,
+        seed: Annotated[Optional[int], typer.Option(
+            help="Seed for the choice of the faulty rule, and of the simulated job's data and weights.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the run JSON on stdout.")] = False,
     ) -> None:
         from fusebisect.cli.cmd_run import run_session

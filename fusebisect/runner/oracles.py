@@ -295,6 +295,11 @@ class Judge:
         if m.exit_code != 0:
             what = f"exit {m.exit_code}" if m.exit_code is not None and m.exit_code >= 0 else (
                 f"killed by signal {-(m.exit_code or 0)}")
+            if self.metric is not None and m.metric is not None and m.exit_code is not None and 0 < m.exit_code < 128:
+                # a job that judges itself and exits 1: under --metric that is no verdict, and no crash either
+                return Verdict(INVALID, f"{what} after printing the metric ({m.metric:g}): a job that fails is no "
+                                        "verdict under --metric; if it exits non-zero on bad accuracy, drop --metric "
+                                        "(its exit code is then the verdict)")
             return Verdict(INVALID, f"crash ({what})")
         verdicts: list[Verdict] = []
         if self.check is not None:

@@ -1335,10 +1335,13 @@ class Session:
                     f"CMD) to tell."))
             if result.status == "found" and (unchecked := self._unchecked_references()) is not None:
                 refs, base = unchecked
+                failed = sorted({r.measurement.exit_code for r in refs} - {0}, key=str)
+                guess = (f"it exited {', '.join(map(str, failed))}: a failed compile?" if failed else
+                         "a compile cache?")
                 self.notes.append(f"the all-candidates-off run{'s' if len(refs) > 1 else ''} (run "
                                   f"{', '.join(str(r.index) for r in refs)}) wrote no fusion_result.json or Build "
                                   f"graph, unlike the baseline (run {base.index}): nothing shows the switch file was "
-                                  "read there (a compile cache?)")
+                                  f"read there ({guess})")
             if result.status == "found" and self._relative_only() and \
                     all(c.direction == "on" for c in result.culprits):
                 # the reference may be the broken run: a rule bad while OFF then reads as bad while on
