@@ -198,7 +198,9 @@ def test_progress_events_are_one_line_each_in_a_pipe(capsys, tmp_path):
     assert main(["run", "--rules", ",".join(rules), "--workdir", str(tmp_path / "w"), "--", "bash", str(job)]) == 0
     lines = capsys.readouterr().err.splitlines()
     started = [ln for ln in lines if ln.startswith("run ") and " off: " in ln]
-    assert len(started) >= 4 and all(ln.endswith(("more)", "Pass")) for ln in started), started
+    assert len(started) >= 4 and all(ln.endswith(("more)", "Pass", "every candidate")) for ln in started), started
+    # the fewer of off and on is named: which rule a search run left on is read off its line
+    assert "run 6 (search): 5 off: all but GeluFusionPass" in started
     assert not [ln for ln in lines if ln.lstrip().startswith(("BatchMatMul", "GeluFusionPass"))]   # no wrapped rest
 
 

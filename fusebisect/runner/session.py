@@ -232,8 +232,15 @@ class Progress:
                 self.console.print(message, markup=False, soft_wrap=True)  # paths stay copyable
                 self._refresh()
 
-    def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None) -> None:
-        what = "nothing off" if not off else (f"{len(off)} off: " + _short(off))
+    def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None,
+                left_on: frozenset[str] | None = None) -> None:
+        """A run began; ``left_on``: the candidates it leaves on (named instead of the rules off when fewer)."""
+        if not off:
+            what = "nothing off"
+        elif left_on is not None and len(left_on) < len(off):
+            what = f"{len(off)} off: " + (f"all but {_short(left_on)}" if left_on else "every candidate")
+        else:
+            what = f"{len(off)} off: " + _short(off)
         dev = f" on device {device}" if device is not None else ""
         with self._lock:
             self._inflight[rec_index] = f"{role}{dev}: {what}"
@@ -253,7 +260,7 @@ class Progress:
                 self._estimate = progress.get("runs_remaining_estimate")
                 parts = []
                 if self._left is not None:
-                    parts.append(f"{self._left} candidates left")
+                    parts.append(f"{self._left} candidate{'s' if self._left != 1 else ''} left")
                 if self._estimate is not None:
                     parts.append(f"roughly {self._estimate} runs left")
                 if parts:
@@ -261,7 +268,7 @@ class Progress:
             elif rec.role == "verify":
                 self._left = self._estimate = None
         self.log(f"run {rec.index} [{colour}]{rec.outcome.upper()}[/{colour}]{why}{metric} "
-                 f"in {rec.measurement.seconds:.1f}s; {executed} runs done{tail}")
+                 f"in {rec.measurement.seconds:.1f}s; {executed} run{'s' if executed != 1 else ''} done{tail}")
 
     def close(self) -> None:
         """Stop the live footer (the log lines above it stay on screen)."""
@@ -545,7 +552,7 @@ class Session:
         """Run CMD for configuration ``off`` (``on``: rules set explicitly on) and measure it (thread-safe; no
         journaling, no judging)."""
         index, paths = self._new_paths(off, on)
-        self.progress.started(index, off, role, device)
+        self.progress.started(index, off, role, device, left_on=frozenset(self.candidates) - off)
         self.progress.detail(f"  switch file {paths.switch_file}\n  trial dir   {paths.trial_dir}\n"
                              f"  command     {shlex.join(substitute(self.opts.command, paths))}")
         execution = Execution(command=list(self.opts.command), paths=paths, base_env=self.env,
