@@ -114,10 +114,15 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
     assert main(["report", str(work), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "running" and doc["executions"] == 4
-    assert doc["message"] == "the run has not finished: rerun the same fusebisect run command to resume"
+    assert (doc["message"], doc["running_pid"]) == ("interrupted: rerun the same command to resume.", None)
+    assert main(["report", str(work)]) == 1   # the terminal says what the Markdown and HTML say
+    out = capsys.readouterr().out
+    assert out.startswith("interrupted: rerun the same command to resume.")
     with workdir_lock(work):
         assert main(["report", str(work), "--json"]) == 1
-        assert json.loads(capsys.readouterr().out)["message"].startswith(f"the run is still going (pid {os.getpid()})")
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["message"].startswith(f"the run is still going (pid {os.getpid()})")
+        assert doc["running_pid"] == str(os.getpid())
 
 
 def test_report_of_a_moved_workdir_shows_its_paths_where_they_are(tmp_path, capsys):
@@ -231,3 +236,15 @@ def test_the_markdown_and_html_tables_list_runs_in_run_number_order(tmp_path, ca
     assert rows == sorted(judged) and len(rows) == len(judged)
     cells = [int(m) for m in re.findall(r"<tr><td>(\d+)</td>", (tmp_path / "r.html").read_text())]
     assert cells[-len(judged):] == sorted(judged)
+
+
+def test_a_runs_note_names_the_ignored_switches_once():
+    """A run INVALID because its switch was ignored: its reason already names the rules, and the Markdown/HTML
+    note repeated them."""
+    from fusebisect.report.model import TrialView, trial_note
+
+    t = TrialView(number=3, role="search", off=["A", "B"], outcome="invalid", metric=None, curve=[], seconds=1.0,
+                  reason="switch ignored: A, B", ignored=["A", "B"], switch_file=None, trial_dir=None)
+    assert trial_note(t) == "switch ignored: A, B"
+    t.reason = "crash (exit 1)"
+    assert trial_note(t) == "crash (exit 1) (switch ignored: A, B)"

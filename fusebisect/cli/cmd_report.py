@@ -29,13 +29,13 @@ def _real(path) -> Path:
 def _partial_run_json(view, workdir: Path) -> dict:
     """The run JSON of a run that has no result yet (interrupted, or still running): what was judged so far, with
     the keys of a finished run's JSON; ``status`` is "running" and what only the end decides is null."""
-    from fusebisect.report.model import still_going
+    from fusebisect.report.model import unfinished_text
     from fusebisect.runner.result import json_metric
 
     return {
         "status": "running",
-        "message": (still_going(view.holder) if view.holder is not None else
-                    "the run has not finished: rerun the same fusebisect run command to resume"),
+        "message": unfinished_text(view),   # still going (its pid), or interrupted: as the Markdown and HTML say
+        "running_pid": view.holder,
         "culprits": [],
         "executions": len(view.trials),
         "engine_executions": None,

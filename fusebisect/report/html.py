@@ -157,7 +157,8 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
         body.append(section(
             "Search timeline",
             plot(plots.search_timeline([len(t.off) for t in view.trials], [t.outcome for t in view.trials],
-                                       [t.seconds for t in view.trials], [t.role for t in view.trials])),
+                                       [t.seconds for t in view.trials], [t.role for t in view.trials],
+                                       [t.number for t in view.trials])),   # at their run numbers, as the table
             table(["#", "role", "rules off", "outcome", "metric", "seconds", "note"],
                   [[t.number, t.role, len(t.off), t.outcome, fmt_number(t.metric), f"{t.seconds:.2f}", trial_note(t)]
                    for t in sorted(view.trials, key=lambda t: t.number)], outcome_col=3)))   # (the plot: as judged)

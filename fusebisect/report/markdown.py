@@ -42,8 +42,9 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     if culprits:
         lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
                   "|---|---|---|---|---|---|"]
-        for row in culprit_rows(view, catalog):
-            lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+        for rule, kind, confidence, *rest in culprit_rows(view, catalog):   # 3 decimals, as the terminal and HTML
+            shown = f"{confidence:.3f}" if isinstance(confidence, float) else confidence
+            lines.append("| " + " | ".join(_cell(v) for v in (rule, kind, shown, *rest)) + " |")
         lines.append("")
     if view.trials:
         lines += ["## Executions", "", "| # | role | rules off | outcome | metric | seconds | note |",

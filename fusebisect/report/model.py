@@ -39,7 +39,8 @@ class TrialView:
 def trial_note(t: TrialView) -> str:
     """The note of an execution row: its reason, the rules whose switch it ignored, and the rules it forced on
     (a rule bad while off, kept on: "0 rules off" alone would read as the default configuration)."""
-    note = t.reason + (f" (switch ignored: {', '.join(t.ignored)})" if t.ignored else "")
+    ignored = f"switch ignored: {', '.join(t.ignored)}"
+    note = t.reason + (f" ({ignored})" if t.ignored and ignored not in t.reason else "")
     if t.on:
         note = f"forced on: {', '.join(t.on)}" + (f"; {note}" if note else "")
     return note

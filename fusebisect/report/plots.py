@@ -81,11 +81,12 @@ def cosine_along_ops(ops: Sequence[str], cosines: Sequence[float | None], *, fir
 
 
 def search_timeline(sizes: Sequence[int], outcomes: Sequence[str], seconds: Sequence[float],
-                    roles: Sequence[str]) -> str:
-    """The search as a timeline: one bar per execution (height = rules off), coloured by verdict; inline SVG."""
+                    roles: Sequence[str], numbers: Sequence[int] | None = None) -> str:
+    """The search as a timeline: one bar per execution (height = rules off) at its run number (``numbers``; else
+    1..N), coloured by verdict; inline SVG."""
     plt = _pyplot()
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7.5, 3.6), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
-    xs = list(range(1, len(sizes) + 1))
+    xs = list(numbers) if numbers is not None else list(range(1, len(sizes) + 1))
     colours = [_COLOURS.get(o, "#607d8b") for o in outcomes]
     ax.bar(xs, sizes, color=colours)
     # a marker on every bar keeps executions with nothing off (the baseline) visible

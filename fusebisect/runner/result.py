@@ -173,7 +173,10 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
     colour = "green" if j["status"] == "found" else "yellow"
     # lines styled on purpose pass markup=True and escape what they interpolate; everything else is printed as
     # it is (paths, messages and op names are data, and a "[/x]" in them is not a style tag)
-    console.print(f"[bold {colour}]{j['status']}[/bold {colour}]: {escape(j['message'])}", markup=True)
+    if j["status"] == "running":   # no verdict yet: what the run is doing says it (still going, or interrupted)
+        console.print(f"[bold {colour}]{escape(j['message'])}[/bold {colour}]", markup=True)
+    else:
+        console.print(f"[bold {colour}]{j['status']}[/bold {colour}]: {escape(j['message'])}", markup=True)
     for c in j["culprits"]:
         kind = "interaction of " if len(c["rules"]) > 1 else ""
         when = "" if c["direction"] == "on" else " (bad while turned OFF)"
@@ -202,7 +205,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
                   + f"; candidates: {j['candidates']}")
     unjudged = j.get("unjudged") or []
     if unjudged:
-        why = "still running, or interrupted" if j["status"] == "running" else "interrupted"
+        why = "still running, or interrupted" if j.get("running_pid") is not None else "interrupted"
         console.print(f"not counted: run{'' if len(unjudged) == 1 else 's'} "
                       f"{', '.join(str(u['index']) for u in unjudged)}, started but not judged ({why}); output in "
                       + ", ".join(u["trial_dir"] for u in unjudged), soft_wrap=True)
