@@ -950,3 +950,21 @@ sys.exit(subprocess.run({sim!r}).returncode)
     assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["LayerNormFusionPass"]], j["message"]
     assert [t["config_off"] for t in j["trials"]].count([]) == 1, j["trials"]
     assert (tmp_path / "crashed").exists()
+
+
+def test_the_reports_fresh_sets_aside_name_the_files_where_they_are_now(capsys, tmp_path):
+    """--fresh moves report.md/report.html written with the workdir's paths, which the new run fills: they are
+    written again from the journal set aside, naming its own repro dirs, switch files and production file."""
+    work = tmp_path / "w"
+    sim = ["--", sys.executable, "-m", "fusebisect.sim", "train", "--steps", "2"]
+    assert main(["-q", "run", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), *sim,
+                 "--faulty", "LayerNormFusionPass"]) == 0
+    assert main(["-q", "run", "--fresh", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), *sim,
+                 "--faulty", "GeluFusionPass"]) == 0
+    capsys.readouterr()
+    [old] = (work / "previous").iterdir()
+    md = (old / "report.md").read_text()
+    assert f"FUSEBISECT_TRIAL_DIR={old / 'repro' / 'good'}" in md and f"({old / 'fusion_switch.cfg'})" in md.replace(
+        "`", "")
+    assert "LayerNormFusionPass" in md and '"GeluFusionPass": "off"' not in md
+    assert str(old) in (old / "report.html").read_text()

@@ -44,6 +44,20 @@ def _split_csv(value: str | None) -> list[str] | None:
     return items  # (ids are checked by the runner)
 
 
+def _rewrite_set_aside_reports(where) -> None:
+    """The reports --fresh set aside name the workdir's paths, which the new run now fills: they are written again
+    from the run's journal there, with the paths where its files are now."""
+    from fusebisect.errors import FusebisectError
+    from fusebisect.report import write_run_reports
+
+    if where is None or not ((where / "report.html").exists() or (where / "report.md").exists()):
+        return
+    try:
+        write_run_reports(where)
+    except (FusebisectError, OSError) as exc:   # (no journal there: files of the user's, left as they are)
+        common.log(f"note: the reports set aside in {where} were left as they were ({exc})")
+
+
 def run_session(opts, env: dict | None = None):
     """Run a search session with progress on stderr, then write its report.html/report.md. ``env``: the jobs'
     environment (default: this process's).
@@ -60,6 +74,7 @@ def run_session(opts, env: dict | None = None):
         raise typer.Exit(exc.exit_code)
     try:
         with sigterm_as_interrupt():
+            _rewrite_set_aside_reports(session.set_aside)
             return res, write_run_reports(session.workdir)
     except KeyboardInterrupt as exc:   # the verdict is written: only the reports are missing
         terminated = isinstance(exc, Terminated)

@@ -339,6 +339,7 @@ class Session:
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd
         self._catalog = catalog
+        self.set_aside: Path | None = None   # where --fresh moved the previous run (WORKDIR/previous/TIME)
         # every option is checked here, before the journal is touched and before any execution
         opts = validation.resolve_options(opts)
         self.opts = opts
@@ -823,6 +824,7 @@ class Session:
             if self.opts.fresh:
                 moved = set_aside_previous_run(self.workdir, self._previous_production_file())
                 if moved is not None:
+                    self.set_aside = moved[0]
                     whose = "the previous run's" if had_journal else "the files"
                     self.progress.log(f"{whose} {_esc(', '.join(moved[1]))} moved to {_esc(moved[0])}")
             elif not had_journal:
