@@ -103,6 +103,9 @@ def test_html_report_content(demo_dumps):
     assert excluded and "Rules kept out of the search" in html
     md = (demo_dumps / "report.md").read_text()
     assert all(f"- {e['rule']}: {e['reason']}" in md for e in excluded)
+    # the Markdown holds the HTML's facts without plots: the dump comparison's first divergence, the command
+    assert "## Dump comparison: baseline vs reference" in md and "| gelu_Gelu_res_FusedMulAdd |" in md
+    assert "## Command" in md and "fusebisect.sim train" in md
     # self-contained: no external URL anywhere, no scripts
     assert not re.search(r"https?://", html)
     assert "<script" not in html and "<link" not in html

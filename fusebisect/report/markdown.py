@@ -17,7 +17,8 @@ def _cell(value) -> str:
 
 
 def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | None = None) -> str:
-    """Markdown text of a run report: verdict, culprits, executions, repro commands, production cfg."""
+    """Markdown text of a run report: verdict, culprits, executions, repro commands, production cfg, the dump
+    comparison's first divergence and the command (the HTML's facts, no plots)."""
     result = view.result or {}
     lines = ["# fusebisect run report", ""]
     status = view.status
@@ -65,4 +66,15 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     if production_cfg:
         lines += [f"## {production_cfg_title(view)} (`{result.get('switch_file', '')}`)", "", "```json",
                   production_cfg.rstrip("\n"), "```", ""]
+    first = (view.dumps or {}).get("first_divergence")
+    if first:   # what the HTML's cosine section tells in words
+        lines += ["## Dump comparison: baseline vs reference", "",
+                  "| first divergent op | tensor | cosine | max abs error | graph-fusion passes | UB pass | original ops |",
+                  "|---|---|---|---|---|---|---|",
+                  "| " + " | ".join(_cell(v) for v in (
+                      first.get("op"), first.get("tensor"), first.get("cosine"), first.get("max_abs_error"),
+                      ", ".join(first.get("pass_names") or []) or None, first.get("ub_pass_name"),
+                      ", ".join(first.get("ground_truth") or []) or None)) + " |", ""]
+    if view.command:
+        lines += ["## Command", "", "```bash", " ".join(shlex.quote(str(a)) for a in view.command), "```", ""]
     return "\n".join(lines)
