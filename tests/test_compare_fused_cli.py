@@ -54,6 +54,10 @@ def test_a_root_of_several_steps_says_later_steps_drift_and_compares_the_earlies
     rc, doc = _json(capsys, *args, "--iteration", "earliest")
     assert rc == 1 and doc["first_divergence"]["op"] == "ce_LogSoftmaxV2"
     assert "LogSoftmaxFusionPass" in doc["first_divergence"]["pass_names"]
+    # a pass no switch file turns off is marked among the rules to suspect: it cannot be the fix
+    assert main(["compare", *args, "--iteration", "earliest"]) == 1
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "AReduceSumFusionPass (cannot be switched off)" in out and "LogSoftmaxFusionPass" in out
     assert main(["compare", *args, "--iteration", "first"]) == 2
     assert "--iteration first: expected latest or earliest" in capsys.readouterr().err
 

@@ -104,8 +104,14 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     if skipped:
         lines.append(f"{skipped} of {len(report.rows)} tensors could not be compared (see the reason column)")
     if fd["pass_names"] or fd["ub_pass_name"]:
+        from fusebisect.rules.catalog import default_catalog
+
+        catalog = default_catalog()
         suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
-        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(suspects))}[/bold]")
+        # a pass no switch file turns off cannot be the fix, whatever it did
+        shown = [f"{s} (cannot be switched off)" if (r := catalog.get(s)) is not None and not r.can_disable else s
+                 for s in suspects]
+        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(shown))}[/bold]")
     console.print(Panel(Text.from_markup("\n".join(lines)), title="first divergence", style="red"))
 
 
