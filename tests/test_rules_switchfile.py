@@ -403,6 +403,10 @@ def test_keys_cann_checks_trimmed_and_names_it_never_matches_are_taken_and_do_no
                             '" Priority ":{"GraphFusion":{"Top":{"X":"5"}}}}')
     assert cfg.graph == {"LayerNormFusionPass": "off"} and cfg.ub == {} and cfg.priority == {}
     assert cfg.invalid_names == ["My Pass", " GeluFusionPass"]
+    # the rules those void entries were meant for, and why each does nothing (what `cfg effective` shows)
+    assert set(cfg.ignored) == {"GeluFusionPass", "TbeEltwiseFusionPass"}
+    assert cfg.ignored["GeluFusionPass"].startswith("written as ' GeluFusionPass': CANN keeps the spaces")
+    assert cfg.ignored["TbeEltwiseFusionPass"].startswith("named under Switch.' UBFusion': CANN checks that key")
     report = check_switch_text('{"Switch":{"GraphFusion":{" GeluFusionPass":"off"}},'
                                '" Switch":{"UBFusion":{"A":"off"}}}', TOY)
     assert not [p for p in report.problems if p.severity == "error"], report.problems

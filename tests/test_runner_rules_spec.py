@@ -38,6 +38,11 @@ def test_bad_names_and_empty_lists_are_usage_errors(tmp_path):
     odd.write_text('{"Switch": {"GraphFusion": {"GeluFusionPass": "off", "My Pass": "off"}}}')
     with pytest.raises(UsageError, match="'My Pass' is no pass name"):
         load_rules_spec(str(odd))
+    # names under a key CANN does not read (' GraphFusion') are refused, not dropped from the candidates
+    odd.write_text('{"Switch": {" GraphFusion": {"LayerNormFusionPass": "off"}, "UBFusion": {"TbeEltwiseFusionPass": '
+                   '"off"}}}')
+    with pytest.raises(UsageError, match="LayerNormFusionPass is named under Switch.' GraphFusion', which CANN"):
+        load_rules_spec(str(odd))
     empty = tmp_path / "empty.txt"
     empty.write_text("# nothing yet\n")
     with pytest.raises(UsageError, match="no rule names"):

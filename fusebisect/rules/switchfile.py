@@ -419,6 +419,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
         add("duplicate", f"duplicate top-level key {key!r}{last}", at, severity="warning")
 
     for key, key_at, node in _kept_pairs(root, top_twice):
+        raw_key = key
         # FE checks the keys trimmed, but reads its switch map, priorities and exceptions by the exact keys: a
         # padded key passes the check, its part is checked too, and then nothing of it is used
         keep = key in TOP_LEVEL_KEYS
@@ -440,6 +441,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
 
             for sec, sec_at, sec_node in _kept_pairs(node, sec_twice):
                 used = keep and sec in KINDS
+                padded = repr(raw_key) if not keep else f"Switch.{sec!r}"   # (the key CANN does not read)
                 if sec not in KINDS and sec.strip() in KINDS:
                     add("padded-key", f"section {sec!r} in Switch: CANN checks it without the spaces but reads "
                         f"only {sec.strip()!r} exactly, so its entries do nothing", sec_at, section=sec.strip(),
@@ -468,6 +470,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             f"- are): CANN takes the file, but the entry matches no pass and does nothing{fix}",
                             name_at, rule=None, section=sec, severity="warning")
                         cfg.invalid_names.append(name)
+                        if fix:   # the rule it was meant for: `effective` lists it, with why this entry is void
+                            cfg.ignored.setdefault(name.strip(), f"written as {name!r}: CANN keeps the spaces in the "
+                                                                 "name, which matches no pass, so this entry does "
+                                                                 "nothing")
                         if val.kind != "string" or val.value.strip() not in VALUES:
                             shown = json.dumps(val.value) if val.kind != "object" else "an object"
                             add("invalid-value", f"Switch.{sec}[{name!r}] = {shown}: the value must be exactly "
@@ -481,6 +487,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                         target[name] = "off"
                         if used:
                             where[(sec, name)] = line_col(text, name_at)
+                        else:
+                            cfg.ignored.setdefault(name, f"named under {padded}: CANN checks that key without its "
+                                                         "spaces but reads only the exact one, so this entry does "
+                                                         "nothing")
                         continue
                     if val.kind != "string" or val.value not in VALUES:
                         shown = json.dumps(val.value) if val.kind != "object" else "an object"
@@ -490,6 +500,9 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                     target[name] = val.value
                     if used:
                         where[(sec, name)] = line_col(text, name_at)
+                    else:
+                        cfg.ignored.setdefault(name, f"named under {padded}: CANN checks that key without its "
+                                                     "spaces but reads only the exact one, so this entry does nothing")
         elif key == "Priority":
             if node.kind != "object":
                 add("type", "\"Priority\" must be an object", node.offset)

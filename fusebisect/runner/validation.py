@@ -271,6 +271,10 @@ def load_rules_spec(spec: str) -> list[str]:
             if cfg.invalid_names:   # CANN takes them (and ignores them), but they are no rule to search
                 raise UsageError(f"--rules: {spec}: {cfg.invalid_names[0]!r} is no pass name (only letters, digits "
                                  "and _ . : - are)")
+            if cfg.ignored:   # names under a key CANN does not read: meant as rules, but not where CANN reads them
+                name, why = next(iter(cfg.ignored.items()))
+                raise UsageError(f"--rules: {spec}: {name} is {why.partition(':')[0]}, which CANN does not read "
+                                 "(fix the key, or list the rules)")
             names = cfg.mentioned() + (["ALL"] if any("ALL" in cfg.section(k) for k in ("graph", "ub")) else [])
         elif lines and all(ln.partition(":")[2].strip().lower() in ("on", "off") for ln in lines):
             # an old-format switch file (Pass:off lines; comments and CRLF are the user's notes here): its names
