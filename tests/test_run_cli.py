@@ -968,3 +968,10 @@ def test_the_reports_fresh_sets_aside_name_the_files_where_they_are_now(capsys, 
         "`", "")
     assert "LayerNormFusionPass" in md and '"GeluFusionPass": "off"' not in md
     assert str(old) in (old / "report.html").read_text()
+    # rewritten as soon as they are set aside: a new run stopped in its first execution leaves them right too
+    stop = "import os, signal; os.kill(os.getppid(), signal.SIGTERM)"   # the job stops fusebisect (143)
+    proc = subprocess.run([sys.executable, "-m", "fusebisect", "-q", "run", "--fresh", "--workdir", str(work), "--",
+                           sys.executable, "-c", stop], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 143, proc.stderr
+    newest = max((work / "previous").iterdir())
+    assert newest != old and f"FUSEBISECT_TRIAL_DIR={newest / 'repro' / 'good'}" in (newest / "report.md").read_text()

@@ -45,8 +45,9 @@ def _split_csv(value: str | None) -> list[str] | None:
 
 
 def _rewrite_set_aside_reports(where) -> None:
-    """The reports --fresh set aside name the workdir's paths, which the new run now fills: they are written again
-    from the run's journal there, with the paths where its files are now."""
+    """The reports --fresh set aside name the workdir's paths, which the new run fills: they are written again
+    from the run's journal there, with the paths where its files are now (right after the move, before any
+    new run)."""
     from fusebisect.errors import FusebisectError
     from fusebisect.report import write_run_reports
 
@@ -66,7 +67,8 @@ def run_session(opts, env: dict | None = None):
     from fusebisect.report import write_run_reports
     from fusebisect.runner.session import Interrupted, Progress, Session, Terminated, sigterm_as_interrupt
 
-    session = Session(opts, env=env, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose))
+    session = Session(opts, env=env, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose),
+                      on_set_aside=_rewrite_set_aside_reports)
     try:
         res = session.run()
     except Interrupted as exc:
@@ -74,7 +76,6 @@ def run_session(opts, env: dict | None = None):
         raise typer.Exit(exc.exit_code)
     try:
         with sigterm_as_interrupt():
-            _rewrite_set_aside_reports(session.set_aside)
             return res, write_run_reports(session.workdir)
     except KeyboardInterrupt as exc:   # the verdict is written: only the reports are missing
         terminated = isinstance(exc, Terminated)

@@ -333,13 +333,15 @@ class Session:
 
     def __init__(self, opts: RunOptions, *, engine_cls=None, catalog=None, env: dict | None = None,
                  cwd: str | None = None, progress: Progress | None = None,
-                 on_trial: Callable[[TrialRecord], None] | None = None) -> None:
+                 on_trial: Callable[[TrialRecord], None] | None = None,
+                 on_set_aside: Callable[[Path], None] | None = None) -> None:
         if not opts.command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run -- python train.py")
         self.env = dict(os.environ if env is None else env)
         self.cwd = cwd
         self._catalog = catalog
         self.set_aside: Path | None = None   # where --fresh moved the previous run (WORKDIR/previous/TIME)
+        self.on_set_aside = on_set_aside     # called with that directory as soon as the move is done
         # every option is checked here, before the journal is touched and before any execution
         opts = validation.resolve_options(opts)
         self.opts = opts
@@ -825,6 +827,8 @@ class Session:
                 moved = set_aside_previous_run(self.workdir, self._previous_production_file())
                 if moved is not None:
                     self.set_aside = moved[0]
+                    if self.on_set_aside is not None:   # (its reports name the workdir's paths: rewritten now)
+                        self.on_set_aside(moved[0])
                     whose = "the previous run's" if had_journal else "the files"
                     self.progress.log(f"{whose} {_esc(', '.join(moved[1]))} moved to {_esc(moved[0])}")
             elif not had_journal:
