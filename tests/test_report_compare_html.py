@@ -122,3 +122,27 @@ def test_a_report_path_in_a_missing_directory_is_an_error_not_a_new_directory(tm
         assert main([*argv, flag, str(tmp_path)]) == 2
         assert "is a directory; give a file path" in capsys.readouterr().err
     assert not (tmp_path / "no").exists()
+
+
+def test_large_comparisons_show_the_rows_around_the_first_divergence():
+    """A real network dumps thousands of tensors: the compare HTML's table (2000 rows) and the run report's chart
+    (the journal keeps 2000) hold those around the first divergence, not the first ones, and say so."""
+    from types import SimpleNamespace as NS
+
+    from fusebisect.report.html import render_compare
+    from fusebisect.runner.oracles import summarize_dumps
+
+    rows = [{"index": i, "op": f"op{i}", "tensor": f"op{i}:output:0", "golden": f"op{i}",
+             "cosine": 0.5 if i == 2600 else 1.0, "max_abs_error": 0.0, "reason": ""} for i in range(3000)]
+    first = {"op": "op2600", "tensor": "op2600:output:0", "cosine": 0.5}
+    html = render_compare(rows, first, unmatched=[], cosine=0.99, mode="npu_vs_npu", my="m", golden="g")
+    assert '<tr class="hl"><td>2600</td><td>op2600</td>' in html
+    assert "rows 1001–3000 of 3000, around the first divergence; --csv FILE writes all" in html
+    html = render_compare(rows, first, unmatched=[], cosine=0.99, mode="npu_vs_npu", my="m", golden="g", csv="r.csv")
+    assert "the CSV r.csv has all" in html
+    report_rows = [NS(my_op=r["op"], tensor=r["tensor"], metrics={"CosineSimilarity": r["cosine"]}, compared=True)
+                   for r in rows]
+    report = NS(rows=report_rows, first_divergence=first, notes=[], execution_order=lambda: report_rows)
+    summary = summarize_dumps(report)
+    assert (summary["rows_total"], summary["rows_from"], len(summary["rows"])) == (3000, 1000, 2000)
+    assert any(r["tensor"] == "op2600:output:0" for r in summary["rows"])

@@ -204,7 +204,8 @@ def register(app: typer.Typer) -> None:
             atomic_write_text(html_out, render_compare(rows, report.first_divergence, unmatched=report.unmatched,
                                                        cosine=cosine, mode=report.mode, my=str(my),
                                                        golden=str(golden), notes=report.notes,
-                                                       not_compared=not_compared))
+                                                       not_compared=not_compared,
+                                                       csv=str(csv_out) if csv_out is not None else None))
             common.log(f"wrote {html_out}")
         if json_out:
             common.print_json({"rows": len(report.rows), "compared": len(report.rows) - not_compared,

@@ -150,9 +150,13 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     if series:
         body.append(section("Metric", plot(plots.metric_curves(series, ylabel="metric"))))
     if view.dumps and view.dumps.get("rows"):
+        shown, total = len(view.dumps["rows"]), view.dumps.get("rows_total") or len(view.dumps["rows"])
+        cut = (f"<p class=\"muted\">tensors {view.dumps.get('rows_from', 0) + 1}–{view.dumps.get('rows_from', 0) + shown}"
+               f" of {total} in execution order, around the first divergence (<code>fusebisect compare</code> of the two runs' "
+               f"dumps shows all)</p>" if total > shown else "")
         body.append(section("Dump comparison: baseline vs reference",
                             cosine_section(view.dumps["rows"], view.dumps.get("first_divergence"),
-                                           view.options.get("cosine"))))
+                                           view.options.get("cosine")), cut))
     if view.trials:
         body.append(section(
             "Search timeline",
@@ -180,11 +184,13 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
 
 def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None, *, unmatched: Sequence[dict],
                    cosine: float, mode: str, my: str, golden: str, max_rows: int = 2000,
-                   notes: Sequence[str] = (), not_compared: int = 0) -> str:
+                   notes: Sequence[str] = (), not_compared: int = 0, csv: str | None = None) -> str:
     """The HTML report of ``fusebisect compare``: verdict, cosine along execution order with the first
     divergence marked, the suspect rules, and the row table (``rows``: dicts with op, tensor, golden, cosine,
     max_abs_error (None when not a number), nonfinite, reason; execution order), then ``notes`` (e.g. FFTS+
-    thread files). ``not_compared``: rows that could not be compared (their reason says why). Returns the text."""
+    thread files). ``not_compared``: rows that could not be compared (their reason says why). Of more than
+    ``max_rows`` rows the table holds those around the first divergence; ``csv``: the CSV written with all of
+    them, if any. Returns the text."""
     if first:
         from fusebisect.compare.engine import origin_text, suspects_label
 
@@ -204,7 +210,11 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
                 f"mapping {esc(mode)} · "
                 f"{esc(len(unmatched))} unmatched</p>")
     body.append(section("Cosine similarity along execution order", cosine_section(rows, first, cosine)))
-    shown = list(rows)[:max_rows]
+    rows = list(rows)
+    at = next((i for i, r in enumerate(rows) if first and r.get("tensor") == first.get("tensor")
+               and r.get("op") == first.get("op")), 0)
+    start = max(0, min(at - max_rows // 2, len(rows) - max_rows))   # the rows around the first divergence
+    shown = rows[start:start + max_rows]
     hl = {i for i, r in enumerate(shown) if first and r.get("tensor") == first.get("tensor")
           and r.get("op") == first.get("op")}
     parts = [table(["#", "op", "tensor", "golden", "cosine", "max abs error", "reason"],
@@ -212,7 +222,9 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
                      fmt_number(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
                    highlight=hl)]
     if len(rows) > max_rows:
-        parts.append(f"<p class=\"muted\">(first {max_rows} of {len(rows)} rows; the CSV has all)</p>")
+        where = f"the CSV {esc(csv)} has all" if csv else "--csv FILE writes all"
+        parts.append(f"<p class=\"muted\">(rows {start + 1}–{start + len(shown)} of {len(rows)}, around the first "
+                     f"divergence; {where})</p>")
     body.append(section("Tensors", *parts))
     if unmatched:
         body.append(section("Unmatched", table(["op", "side", "reason"],

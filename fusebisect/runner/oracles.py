@@ -469,16 +469,23 @@ def several_iterations(paths: TrialPaths) -> bool:
     return len({group[3] for group in scan_dumps(paths.dump_dir).groups()}) > 1
 
 
-def summarize_dumps(report, limit: int = 200) -> dict[str, Any]:
-    """Return the journal's ``dumps`` payload: rows (op, tensor, cosine, max_abs_error), first_divergence and the
-    comparison's notes (e.g. which iteration of several was compared)."""
+def summarize_dumps(report, limit: int = 2000) -> dict[str, Any]:
+    """Return the journal's ``dumps`` payload: rows (op, tensor, cosine, max_abs_error) in execution order, at
+    most ``limit`` of them and always those around the first divergence (``rows_total``: all rows, ``rows_from``:
+    the position of the first one kept), first_divergence and the comparison's notes (e.g. which iteration of
+    several was compared)."""
+    ordered = report.execution_order()
+    first = report.first_divergence or {}
+    at = next((i for i, r in enumerate(ordered) if r.tensor == first.get("tensor") and r.my_op == first.get("op")), 0)
+    start = max(0, min(at - limit // 2, len(ordered) - limit))   # a real network dumps thousands of tensors
     rows = []
-    for row in report.rows[:limit]:
+    for row in ordered[start:start + limit]:
         metrics = row.metrics or {}
         rows.append({"op": row.my_op, "tensor": row.tensor,
                      "cosine": _num(metrics.get("CosineSimilarity")),
                      "max_abs_error": _num(metrics.get("MaxAbsoluteError"))})
-    return {"rows": rows, "first_divergence": _plain(report.first_divergence), "notes": list(report.notes),
+    return {"rows": rows, "rows_total": len(ordered), "rows_from": start,
+            "first_divergence": _plain(report.first_divergence), "notes": list(report.notes),
             "not_compared": sum(not row.compared for row in report.rows)}
 
 
