@@ -900,7 +900,8 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
     """The Overflow of one record; ``task``/``stream``: the ids its op dump was looked for by (an unset one read
     from the Opdebug file's name; None: unknown), which it reports."""
     ov = Overflow(op_type=op.op_type if op is not None else "?", op_name=op.op_name if op is not None else "?",
-                  task_id=rec.task_id if task is None else task, stream_id=rec.stream_id if stream is None else stream, timestamp=ts, unit=rec.unit, status=rec.status,
+                  task_id=rec.task_id if task is None else task,
+                  stream_id=rec.stream_id if stream is None else stream, timestamp=ts, unit=rec.unit, status=rec.status,
                   status_words=rec.status_words, meanings=rec.meanings, context_id=rec.context_id,
                   thread_id=rec.thread_id, matched=op is not None, dump_file=op.path if op is not None else None,
                   opdebug_file=dbg.path, iteration=_iteration_dict(dbg))

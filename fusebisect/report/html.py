@@ -151,9 +151,10 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
         body.append(section("Metric", plot(plots.metric_curves(series, ylabel="metric"))))
     if view.dumps and view.dumps.get("rows"):
         shown, total = len(view.dumps["rows"]), view.dumps.get("rows_total") or len(view.dumps["rows"])
-        cut = (f"<p class=\"muted\">tensors {view.dumps.get('rows_from', 0) + 1}–{view.dumps.get('rows_from', 0) + shown}"
-               f" of {total} in execution order, around the first divergence (<code>fusebisect compare</code> of the two runs' "
-               f"dumps shows all)</p>" if total > shown else "")
+        start = view.dumps.get("rows_from", 0)
+        cut = (f"<p class=\"muted\">tensors {start + 1}–{start + shown} of {total} in execution order, around the "
+               "first divergence (<code>fusebisect compare</code> of the two runs' dumps shows all)</p>"
+               if total > shown else "")
         body.append(section("Dump comparison: baseline vs reference",
                             cosine_section(view.dumps["rows"], view.dumps.get("first_divergence"),
                                            view.options.get("cosine")), cut))

@@ -69,7 +69,8 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     first = (view.dumps or {}).get("first_divergence")
     if first:   # what the HTML's cosine section tells in words
         lines += ["## Dump comparison: baseline vs reference", "",
-                  "| first divergent op | tensor | cosine | max abs error | graph-fusion passes | UB pass | original ops |",
+                  "| first divergent op | tensor | cosine | max abs error | graph-fusion passes | UB pass | "
+                  "original ops |",
                   "|---|---|---|---|---|---|---|",
                   "| " + " | ".join(_cell(v) for v in (
                       first.get("op"), first.get("tensor"), first.get("cosine"), first.get("max_abs_error"),

@@ -580,7 +580,8 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
             continue
         if value not in VALUES:
             problems.append(Problem("error", "invalid-value", f"{name}:{value}: the value must be exactly on or off",
-                                    lineno, col + s.index(":") + 1, rule=name if RULE_NAME_RE.fullmatch(name) else None))
+                                    lineno, col + s.index(":") + 1,
+                                    rule=name if RULE_NAME_RE.fullmatch(name) else None))
             continue
         if not RULE_NAME_RE.fullmatch(name):
             # FE stores the name as it is (trimmed), which matches no pass (duplicates of it still fail the file)
