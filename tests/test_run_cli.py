@@ -975,3 +975,17 @@ def test_the_reports_fresh_sets_aside_name_the_files_where_they_are_now(capsys, 
     assert proc.returncode == 143, proc.stderr
     newest = max((work / "previous").iterdir())
     assert newest != old and f"FUSEBISECT_TRIAL_DIR={newest / 'repro' / 'good'}" in (newest / "report.md").read_text()
+
+
+def test_flaky_with_rules_settles_the_reference_on_three_runs_up_front(capsys, tmp_path):
+    """--flaky makes the all-off reference the middle of three runs before the search; with --rules (no
+    discovery baseline before it) the settling found no reference yet and was skipped, so one outlier
+    reference could decide every verdict."""
+    rules = "LayerNormFusionPass,GeluFusionPass,MatMulBiasAddFusionPass,TbeEltwiseFusionPass"
+    rc = main(["-q", "run", "--json", "--flaky", "--rules", rules, "--metric", r"loss ([0-9.]+)", "--workdir",
+               str(tmp_path / "w"), "--", sys.executable, "-m", "fusebisect.sim", "train", "--steps", "3",
+               "--faulty", "LayerNormFusionPass"])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["LayerNormFusionPass"]], j["message"]
+    all_off = sorted(rules.split(","))
+    assert [t["index"] for t in j["trials"] if sorted(t["config_off"]) == all_off][:3] == [1, 2, 3]

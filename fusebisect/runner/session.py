@@ -1230,8 +1230,9 @@ class Session:
 
         try:
             while True:
-                if not inflight:   # no device busy: settle a reference its runs dispute before going on
-                    self._settle_reference(flaky=False)
+                if not inflight:   # no device busy: settle a reference its runs dispute before going on (a job
+                    # declared noisy: three reference runs up front, also when no discovery baseline ran first)
+                    self._settle_reference(flaky=self.opts.flaky)
                     if self._rebuild:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
