@@ -989,3 +989,26 @@ def test_flaky_with_rules_settles_the_reference_on_three_runs_up_front(capsys, t
     assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["LayerNormFusionPass"]], j["message"]
     all_off = sorted(rules.split(","))
     assert [t["index"] for t in j["trials"] if sorted(t["config_off"]) == all_off][:3] == [1, 2, 3]
+
+
+def test_all_off_runs_that_differ_beyond_the_tolerance_give_no_not_fusion(capsys, tmp_path):
+    """The all-off runs wobble far beyond --rtol (1.0, 1.5, 1.2): once the reference settles on their middle, the
+    others are BAD against it, which is the tolerance, not a cause outside fusion. Inconclusive, saying so,
+    rather than not_fusion."""
+    job = tmp_path / "job.py"
+    job.write_text(f"""import json, os, pathlib
+count = pathlib.Path({str(tmp_path / "count")!r})
+switch = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {{}}).get("GraphFusion", {{}})
+if sum(v == "off" for v in switch.values()) == 3:   # every candidate off: the loss wobbles run to run
+    n = int(count.read_text()) if count.exists() else 0
+    count.write_text(str(n + 1))
+    print(f"loss {{[1.0, 1.5, 1.2, 1.5, 1.2][min(n, 4)]}}")
+else:
+    print("loss 1.5")
+""")
+    rc = main(["-q", "run", "--json", "--rules", "GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass", "--metric",
+               r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive", j["message"]
+    assert j["message"].startswith("The all-candidates-off runs differ from each other beyond the tolerance (metric "
+                                   "1 to 1.5, --rtol 0.01")

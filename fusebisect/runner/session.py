@@ -30,7 +30,8 @@ from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        previous_production, production_digest, set_aside_previous_run,
                                        workdir_lock)
-from fusebisect.runner.oracles import BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, unparsed_capture
+from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, close,
+                                       unparsed_capture)
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
                                      kill_leftovers, numbered_trial_dirs, read_text, substitute)
 
@@ -472,8 +473,6 @@ class Session:
         """Run the all-candidates-off configuration until three of its runs have a metric, so that the reference
         is their middle one: up front for a job declared noisy (``flaky``), else once two of its runs disagree.
         Within the budget; at most three more runs (a resume counts the journal's)."""
-        from fusebisect.runner.oracles import close
-
         spec = self.judge.metric
         for _ in range(3):
             runs = self._reference_runs()
@@ -1576,6 +1575,17 @@ class Session:
         unchecked = self._switch_unchecked("the symptom is still there")
         if unchecked:
             return dataclasses.replace(result, status="inconclusive", message=unchecked)
+        spec = self.judge.metric
+        offs = [r.measurement.metric for r in self.records if r.off == self.all_off and not r.on
+                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        if spec is not None and spec.expect is None and len(offs) >= 2 and \
+                not close(max(offs), min(offs), spec.rtol, spec.atol):
+            # all-off runs BAD against another all-off run: that is the job's run-to-run noise, not a symptom
+            return dataclasses.replace(result, status="inconclusive", message=(
+                f"The all-candidates-off runs differ from each other beyond the tolerance (metric {min(offs):g} to "
+                f"{max(offs):g}, --rtol {spec.rtol:g}, --atol {spec.atol:g}): the job's run-to-run noise is larger "
+                f"than the tolerance, so 'still bad with every rule off' says nothing. Raise --rtol (--metric-mode "
+                f"curve compares every point), or give --expect VALUE, and rerun with --fresh."))
         before = self.fired_in(base.paths) if base is not None else {}
         cands = set(self.candidates)
         news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
