@@ -248,3 +248,21 @@ def test_a_runs_note_names_the_ignored_switches_once():
     assert trial_note(t) == "switch ignored: A, B"
     t.reason = "crash (exit 1)"
     assert trial_note(t) == "crash (exit 1) (switch ignored: A, B)"
+
+
+def test_a_verdict_that_names_no_culprit_shows_no_run_count_target(tmp_path, capsys):
+    """The target is the bound for the culprit sets found: not_reproduced has none to meet (it read 'run-count
+    target 8'); a found verdict keeps it."""
+    import sys
+
+    from fusebisect.cli.app import main
+
+    sim = ["--", sys.executable, "-m", "fusebisect.sim", "train", "--steps", "2"]
+    assert main(["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "a"), *sim]) == 1
+    out = capsys.readouterr().out
+    assert "not_reproduced" in out and "run-count target" not in out
+    main(["report", str(tmp_path / "a"), "--markdown", str(tmp_path / "a.md")])
+    assert "run-count target" not in (tmp_path / "a.md").read_text()
+    assert main(["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "b"), *sim,
+                 "--faulty", "GeluFusionPass"]) == 0
+    assert "run-count target" in capsys.readouterr().out

@@ -265,7 +265,7 @@ def execution_facts(view: RunView) -> tuple[str, str]:
     """("N executions (run-count target B)", "C candidate rules") for the report headers."""
     result = view.result or {}
     executions = result.get("executions", len(view.trials))
-    bound = result.get("bound")
+    bound = result.get("bound") if result.get("culprits") else None   # (the target of the culprit sets found)
     gaps = [str(u.get("index")) for u in view.unjudged]
     return (f"{executions} executions" + (f" (run-count target {bound})" if bound else "")
             + (f"; not counted: run{'s' if len(gaps) > 1 else ''} {', '.join(gaps)}, started but not judged "

@@ -199,8 +199,9 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
             console.print(f"  {which}, run {t['index']}: {t['outcome'].upper()}{metric}{reason}; output in "
                           f"{t['trial_dir']}", soft_wrap=True)
     final = sum(1 for t in j["trials"] if t.get("final"))
+    # the target is the bound for the culprit sets found: a verdict that names none has no target to meet
     counts = ([f"{j['executions'] - final} searching + {final} verification"] if final else []) + (
-        [f"run-count target {j['bound']}"] if j.get("bound") is not None else [])
+        [f"run-count target {j['bound']}"] if j.get("bound") is not None and j.get("culprits") else [])
     console.print(f"executions: {j['executions']}" + (f" ({'; '.join(counts)})" if counts else "")
                   + f"; candidates: {j['candidates']}")
     unjudged = j.get("unjudged") or []
