@@ -1010,5 +1010,19 @@ else:
                r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
     j = json.loads(capsys.readouterr().out)
     assert rc == 1 and j["status"] == "inconclusive", j["message"]
-    assert j["message"].startswith("The all-candidates-off runs differ from each other beyond the tolerance (metric "
-                                   "1 to 1.5, --rtol 0.01")
+    assert j["message"].startswith("The all-candidates-off runs differ from each other beyond the tolerance (runs ")
+    assert "--rtol 0.01" in j["message"]
+    # curve mode: the curves differ mid-run and end alike; judged point by point, as the oracle judges runs
+    curve = tmp_path / "curve.py"
+    curve.write_text(f"""import pathlib
+count = pathlib.Path({str(tmp_path / "count2")!r})
+n = int(count.read_text()) if count.exists() else 0
+count.write_text(str(n + 1))
+print("loss: 1.0"); print(f"loss: {{1 + n}}"); print("loss: 0.5")
+""")
+    rc = main(["-q", "run", "--json", "--rules", "GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MulAddFusionPass",
+               "--metric", r"loss: ([0-9.]+)", "--metric-mode", "curve", "--workdir", str(tmp_path / "w2"), "--",
+               sys.executable, str(curve)])
+    j = json.loads(capsys.readouterr().out)
+    assert rc == 1 and j["status"] == "inconclusive" and not j["culprits"], j["message"]
+    assert "curve point 1:" in j["message"] and "differ from each other beyond the tolerance" in j["message"]

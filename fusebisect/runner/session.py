@@ -469,6 +469,41 @@ class Session:
                 and not r.measurement.timed_out and r.measurement.metric is not None
                 and math.isfinite(r.measurement.metric)]
 
+    def _reference_noise(self) -> str | None:
+        """When no other run of the all-candidates-off configuration agrees with the reference within the metric's
+        tolerance (a relative metric oracle, a search not in the noise-aware mode): every verdict rests on a
+        reference the job cannot reproduce, so the message saying so and what to do; else None. (One outlier
+        among runs that agree is what settling the reference on their middle one is for.)"""
+        spec = self.judge.metric
+        engine = getattr(self, "engine", None)   # (None before the gates: a job that ignores its switch file)
+        noisy = self.opts.flaky or self.opts.repeat > 1 or bool(getattr(engine, "noisy", False))
+        if spec is None or spec.expect is not None or noisy:
+            return None
+        offs = [r for r in self.records if r.off == self.all_off and not r.on
+                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        ref = self.reference_record()
+        others = [r for r in offs if r is not ref]
+        if ref is None or ref not in offs or not others or \
+                any(self._metric_disagreement(r, ref) is None for r in others):
+            return None
+        a, b = ref, others[0]
+        why = self._metric_disagreement(b, a)
+        return (f"The all-candidates-off runs differ from each other beyond the tolerance (runs {a.index} and "
+                f"{b.index}: {why}; --rtol {spec.rtol:g}, --atol {spec.atol:g}): the job's run-to-run noise is "
+                f"larger than the tolerance, and every verdict rests on that reference. Raise --rtol "
+                f"(--metric-mode curve compares every point), give --expect VALUE, or declare --flaky, and rerun "
+                f"with --fresh.")
+
+    def _metric_disagreement(self, a: TrialRecord, b: TrialRecord) -> str | None:
+        """How two runs' metrics differ beyond the tolerance, as the metric oracle compares them ('curve point i:
+        x vs y' in curve mode, every point; else 'x vs y'), or None when they agree."""
+        spec = self.judge.metric
+        ma, mb = a.measurement, b.measurement
+        if spec.mode == "curve" and ma.curve and mb.curve:
+            return next((f"curve point {i}: {x:g} vs {y:g}" for i, (x, y) in enumerate(zip(ma.curve, mb.curve))
+                         if not close(x, y, spec.rtol, spec.atol)), None)
+        return None if close(ma.metric, mb.metric, spec.rtol, spec.atol) else f"{ma.metric:g} vs {mb.metric:g}"
+
     def _settle_reference(self, *, flaky: bool) -> None:
         """Run the all-candidates-off configuration until three of its runs have a metric, so that the reference
         is their middle one: up front for a job declared noisy (``flaky``), else once two of its runs disagree.
@@ -478,8 +513,7 @@ class Session:
             runs = self._reference_runs()
             if not runs or len(runs) >= 3:
                 return
-            disputed = len(runs) == 2 and not close(runs[1].measurement.metric, runs[0].measurement.metric,
-                                                     spec.rtol, spec.atol)
+            disputed = len(runs) == 2 and self._metric_disagreement(runs[1], runs[0]) is not None
             if not (flaky or disputed) or self.budget_spent or self.gate_stop() is not None:
                 return
             self.progress.log("the all-candidates-off runs disagree: one more to settle the reference" if disputed
@@ -1310,6 +1344,11 @@ class Session:
                                   bound=theoretical_bound(len(self.candidates), 1), message=stop)
         else:
             result = self.engine.result
+        if result is not None and (noise := self._reference_noise()) is not None:
+            named = ", ".join("+".join(c.rules) for c in result.culprits)
+            # no culprit rests on a reference the job cannot reproduce: none is named, no switch file written
+            result = dataclasses.replace(result, status="inconclusive", culprits=[], message=noise + (
+                f" (The search had named {named}.)" if named else ""))
         if result is not None and result.status in ("not_reproduced", "not_fusion"):
             result = self._ignored_alone(result)
         verify = None
@@ -1575,17 +1614,6 @@ class Session:
         unchecked = self._switch_unchecked("the symptom is still there")
         if unchecked:
             return dataclasses.replace(result, status="inconclusive", message=unchecked)
-        spec = self.judge.metric
-        offs = [r.measurement.metric for r in self.records if r.off == self.all_off and not r.on
-                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
-        if spec is not None and spec.expect is None and len(offs) >= 2 and \
-                not close(max(offs), min(offs), spec.rtol, spec.atol):
-            # all-off runs BAD against another all-off run: that is the job's run-to-run noise, not a symptom
-            return dataclasses.replace(result, status="inconclusive", message=(
-                f"The all-candidates-off runs differ from each other beyond the tolerance (metric {min(offs):g} to "
-                f"{max(offs):g}, --rtol {spec.rtol:g}, --atol {spec.atol:g}): the job's run-to-run noise is larger "
-                f"than the tolerance, so 'still bad with every rule off' says nothing. Raise --rtol (--metric-mode "
-                f"curve compares every point), or give --expect VALUE, and rerun with --fresh."))
         before = self.fired_in(base.paths) if base is not None else {}
         cands = set(self.candidates)
         news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
