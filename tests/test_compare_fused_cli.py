@@ -58,6 +58,11 @@ def test_a_root_of_several_steps_says_later_steps_drift_and_compares_the_earlies
     assert main(["compare", *args, "--iteration", "earliest"]) == 1
     out = " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert "AReduceSumFusionPass (cannot be switched off)" in out and "LogSoftmaxFusionPass" in out
+    rc, doc = _json(capsys, *args, "--iteration", "earliest")
+    assert doc["first_divergence"]["cannot_switch_off"] == ["AReduceSumFusionPass"]
+    # fused vs unfused with my graph alone is the same mode: the same note
+    rc, doc = _json(capsys, *args[:4])
+    assert any("compare the earliest step for that (--iteration earliest)" in n for n in doc["notes"])
     assert main(["compare", *args, "--iteration", "first"]) == 2
     assert "--iteration first: expected latest or earliest" in capsys.readouterr().err
 
@@ -100,6 +105,7 @@ def test_top_keeps_the_first_divergence_and_the_html_numbers_rows_as_the_csv(run
     assert any(line.split("│")[1].strip() == str(index) for line in out.splitlines() if line.count("│") > 3)
     # the HTML's # is the op index of the CSV and the terminal (it was a row counter)
     assert f'<tr class="hl"><td>{index}</td><td>{first["op"]}</td>' in (tmp_path / "c.html").read_text()
+    assert "AReduceSumFusionPass (cannot be switched off)" in (tmp_path / "c.html").read_text()
 
 
 def test_a_golden_directory_of_several_steps_is_said(runs, capsys):

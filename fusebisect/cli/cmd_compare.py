@@ -109,9 +109,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         catalog = default_catalog()
         suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
         # a pass no switch file turns off cannot be the fix, whatever it did
-        shown = [f"{s} (cannot be switched off)" if (r := catalog.get(s)) is not None and not r.can_disable else s
-                 for s in suspects]
-        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(shown))}[/bold]")
+        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(catalog.marked_locked(suspects)))}[/bold]")
     console.print(Panel(Text.from_markup("\n".join(lines)), title="first divergence", style="red"))
 
 
@@ -208,8 +206,16 @@ def register(app: typer.Typer) -> None:
                                                        csv=str(csv_out) if csv_out is not None else None))
             common.log(f"wrote {html_out}")
         if json_out:
+            first = report.first_divergence
+            if first:   # the rules to suspect no switch file turns off (they cannot be the fix)
+                from fusebisect.rules.catalog import default_catalog
+
+                names = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name")
+                                                             else [])]
+                marked = default_catalog().marked_locked(names)
+                first = {**first, "cannot_switch_off": [n for n, m in zip(names, marked) if m != n]}
             common.print_json({"rows": len(report.rows), "compared": len(report.rows) - not_compared,
-                               "not_compared": not_compared, "first_divergence": report.first_divergence,
+                               "not_compared": not_compared, "first_divergence": first,
                                "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}
                                              for u in report.unmatched], "notes": list(report.notes),
                                "tensors": rows})

@@ -198,7 +198,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     golden_tree = None if golden_npy else scan_dumps(golden_path)
     iterations = {e.iteration for e in my_tree.entries}
     my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
-    if leaf == "latest" and golden_graph is not None and len(iterations) > 1:
+    if leaf == "latest" and my_graph is not None and not golden_npy and len(iterations) > 1:
         # fused vs unfused: a later step ran on weights a faulty fusion has already drifted, so its first
         # divergence is wherever the drift shows first, not the fusion's own op
         leaf_notes.append("fused vs unfused over several steps: the later ones ran on weights a faulty fusion has "

@@ -195,7 +195,10 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     if first:
         from fusebisect.compare.engine import origin_text, suspects_label
 
-        rules = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])]
+        from fusebisect.rules.catalog import default_catalog
+
+        rules = default_catalog().marked_locked(
+            [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])])
         origin = origin_text(first)
         text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
                 + (f", {esc(first['note'])}" if first.get("note") else "") + ")"

@@ -140,6 +140,12 @@ class Catalog:
                 seen.append(cand)
         return seen[:n]
 
+    def marked_locked(self, names) -> list[str]:
+        """``names`` with those no switch file turns off (forbidden-close, always on) marked "(cannot be switched
+        off)": among rules to suspect, they cannot be the fix."""
+        return [f"{n} (cannot be switched off)" if (r := self.get(n)) is not None and not r.can_disable else n
+                for n in names]
+
     def disableable(self) -> list[str]:
         """Names of the rules a switch file can turn off (can_disable true and not a mere spelling), catalog order."""
         return [r.name for r in self.rules.values() if r.can_disable and r.spelling_of is None]

@@ -516,8 +516,9 @@ class Session:
             disputed = len(runs) == 2 and self._metric_disagreement(runs[1], runs[0]) is not None
             if not (flaky or disputed) or self.budget_spent or self.gate_stop() is not None:
                 return
-            self.progress.log("the all-candidates-off runs disagree: one more to settle the reference" if disputed
-                              else "a noisy job: the all-candidates-off reference is the middle of three runs")
+            if disputed or len(runs) == 1:   # (said once, before the first run it adds)
+                self.progress.log("the all-candidates-off runs disagree: one more to settle the reference" if disputed
+                                  else "a noisy job: the all-candidates-off reference is the middle of three runs")
             self.run_one(self.all_off, "repeat")
 
     def _recheck_reference(self, result) -> bool:
