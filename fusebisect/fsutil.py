@@ -19,9 +19,9 @@ from fusebisect.errors import UsageError
 _REPORT_SUFFIXES = (".csv", ".html", ".htm", ".md")
 
 
-def missing_reason(path: str | os.PathLike[str]) -> str:
-    """Why an input path that is neither a file nor a directory cannot be read: no such file or directory, a
-    broken symbolic link, a symbolic link loop, a FIFO or device, or the system's reason (a permission)."""
+def missing_reason(path: str | os.PathLike[str], absent: str = "no such file or directory") -> str:
+    """Why an input path that is neither a file nor a directory cannot be read: ``absent`` when nothing is there,
+    a broken symbolic link, a symbolic link loop, a FIFO or device, or the system's reason (a permission)."""
     p = Path(path)
     try:
         os.stat(p)
@@ -29,7 +29,7 @@ def missing_reason(path: str | os.PathLike[str]) -> str:
         if exc.errno == errno.ELOOP:
             return "a symbolic link loop (too many levels of symbolic links)"
         if exc.errno == errno.ENOENT:
-            return "a broken symbolic link" if p.is_symlink() else "no such file or directory"
+            return "a broken symbolic link" if p.is_symlink() else absent
         return (exc.strerror or str(exc)).lower()
     return not_regular(p) or "not a file or directory"
 

@@ -48,7 +48,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     from rich.table import Table
     from rich.text import Text
 
-    from fusebisect.compare.engine import is_divergent, origin_text, suspects_label
+    from fusebisect.compare.engine import is_divergent, origin_text, suspect_rules, suspects_label
 
     console = common.out()
     rows = report.execution_order()
@@ -103,13 +103,12 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         lines.insert(2, escape(origin))
     if skipped:
         lines.append(f"{skipped} of {len(report.rows)} tensors could not be compared (see the reason column)")
-    if fd["pass_names"] or fd["ub_pass_name"]:
+    if suspects := suspect_rules(fd):
         from fusebisect.rules.catalog import default_catalog
 
-        catalog = default_catalog()
-        suspects = list(fd["pass_names"]) + ([fd["ub_pass_name"]] if fd["ub_pass_name"] else [])
         # a pass no switch file turns off cannot be the fix, whatever it did
-        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(catalog.marked_locked(suspects)))}[/bold]")
+        shown = default_catalog().marked_locked(suspects)
+        lines.append(f"{suspects_label(fd)}: [bold]{escape(', '.join(shown))}[/bold]")
     console.print(Panel(Text.from_markup("\n".join(lines)), title="first divergence", style="red"))
 
 
@@ -208,10 +207,10 @@ def register(app: typer.Typer) -> None:
         if json_out:
             first = report.first_divergence
             if first:   # the rules to suspect no switch file turns off (they cannot be the fix)
+                from fusebisect.compare.engine import suspect_rules
                 from fusebisect.rules.catalog import default_catalog
 
-                names = [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name")
-                                                             else [])]
+                names = suspect_rules(first)
                 marked = default_catalog().marked_locked(names)
                 first = {**first, "cannot_switch_off": [n for n, m in zip(names, marked) if m != n]}
             common.print_json({"rows": len(report.rows), "compared": len(report.rows) - not_compared,

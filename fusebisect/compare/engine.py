@@ -26,6 +26,7 @@ from fusebisect.compare.formats import TARGETS, record_to_original
 from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, Metrics, batchable, compare_arrays, compare_batch,
                                         nan_value, normalize_algorithms)
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
+from fusebisect.fsutil import missing_reason
 
 PRIVATE_FORMATS = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "C1HWNCoC0", "FRACTAL_Z_3D",
                    "NC1HWC0_C04", "FRACTAL_Z_C04"}
@@ -113,14 +114,6 @@ def _load_graph(graph):
     return load_graph(graph)
 
 
-def _missing(path: Path, absent: str) -> str:
-    """Why an input path does not exist: ``absent`` when nothing is there, else the reason (a symbolic link loop)."""
-    from fusebisect.fsutil import missing_reason
-
-    reason = missing_reason(path)
-    return absent if reason == "no such file or directory" else reason
-
-
 def _graph_for(graph, dumped, side: str, notes: list[str]):
     """The graph of one side. A directory of several Build graphs is merged (a job's graph_1, graph_2, ...),
     except when they share op names (a train and an eval graph, or a recompile): merged, the later one would
@@ -189,9 +182,9 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise UsageError(f"leaf must be 'latest' or 'earliest', got {leaf!r}")
     my_path, golden_path = Path(my), Path(golden)
     if not my_path.exists():
-        raise UsageError(f"{my_path}: {_missing(my_path, 'no such dump location')}")
+        raise UsageError(f"{my_path}: {missing_reason(my_path, 'no such dump location')}")
     if not golden_path.exists():
-        raise UsageError(f"{golden_path}: {_missing(golden_path, 'no such golden location')}")
+        raise UsageError(f"{golden_path}: {missing_reason(golden_path, 'no such golden location')}")
     my_tree = scan_dumps(my_path)
     with_graph = my_graph is not None
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
@@ -330,6 +323,11 @@ def origin_text(fd: dict) -> str | None:
                  + ("compared without divergence" if producer["compared"] else "not compared") + ")")
     return (f"this is an input of {fd['input_of']}: the divergence comes from {where}; the passes and ops below "
             "are the producer's")
+
+
+def suspect_rules(fd: dict) -> list[str]:
+    """A first divergence's rules to suspect, as shown: its graph-fusion passes, then its UB fusion pass."""
+    return [*(fd.get("pass_names") or []), *([fd["ub_pass_name"]] if fd.get("ub_pass_name") else [])]
 
 
 def suspects_label(fd: dict) -> str:

@@ -193,12 +193,10 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     ``max_rows`` rows the table holds those around the first divergence; ``csv``: the CSV written with all of
     them, if any. Returns the text."""
     if first:
-        from fusebisect.compare.engine import origin_text, suspects_label
-
+        from fusebisect.compare.engine import origin_text, suspect_rules, suspects_label
         from fusebisect.rules.catalog import default_catalog
 
-        rules = default_catalog().marked_locked(
-            [*(first.get("pass_names") or []), *([first["ub_pass_name"]] if first.get("ub_pass_name") else [])])
+        rules = default_catalog().marked_locked(suspect_rules(first))
         origin = origin_text(first)
         text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
                 + (f", {esc(first['note'])}" if first.get("note") else "") + ")"

@@ -469,15 +469,20 @@ class Session:
                 and not r.measurement.timed_out and r.measurement.metric is not None
                 and math.isfinite(r.measurement.metric)]
 
+    @property
+    def _noisy_search(self) -> bool:
+        """True for a noisy job: declared (--flaky, --repeat), or a search that switched to the noise-aware mode
+        itself (as noisy as one declared). No engine yet (a job that ignores its switch file) is not noisy."""
+        engine = getattr(self, "engine", None)
+        return self.opts.flaky or self.opts.repeat > 1 or bool(getattr(engine, "noisy", False))
+
     def _reference_noise(self) -> str | None:
         """When no other run of the all-candidates-off configuration agrees with the reference within the metric's
         tolerance (a relative metric oracle, a search not in the noise-aware mode): every verdict rests on a
         reference the job cannot reproduce, so the message saying so and what to do; else None. (One outlier
         among runs that agree is what settling the reference on their middle one is for.)"""
         spec = self.judge.metric
-        engine = getattr(self, "engine", None)   # (None before the gates: a job that ignores its switch file)
-        noisy = self.opts.flaky or self.opts.repeat > 1 or bool(getattr(engine, "noisy", False))
-        if spec is None or spec.expect is not None or noisy:
+        if spec is None or spec.expect is not None or self._noisy_search:
             return None
         offs = [r for r in self.records if r.off == self.all_off and not r.on
                 and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
@@ -1702,9 +1707,7 @@ class Session:
 
         off, on, cfg = self.production_config(result)
         # a noisy job's one GOOD run of a narrower file proves little: only a deterministic search narrows it
-        # (a search that switched to the noise-aware mode itself is as noisy as one declared --flaky)
-        noisy = self.opts.repeat > 1 or self.opts.flaky or bool(getattr(self.engine, "noisy", False))
-        fewer = self._fewer_off(result) if not on and not noisy else None
+        fewer = self._fewer_off(result) if not on and not self._noisy_search else None
         if fewer is not None:
             # one more verification run, when the budget allows it, for a file that keeps those fusions on (a
             # rerun finds that run in the journal, whatever its outcome, and never runs it again)

@@ -254,8 +254,7 @@ def load_rules_spec(spec: str) -> list[str]:
         if not path.exists():
             from fusebisect.fsutil import missing_reason
 
-            reason = missing_reason(path)
-            raise UsageError(f"--rules: {spec}: {'no such file' if reason == 'no such file or directory' else reason}")
+            raise UsageError(f"--rules: {spec}: {missing_reason(path, 'no such file')}")
         if path.is_dir():
             raise UsageError(f"--rules: {spec} is a directory; give a file or NAME,NAME,...")
         from fusebisect.fsutil import not_regular
