@@ -665,18 +665,24 @@ def test_an_input_that_cannot_be_decoded_is_shown_whole_and_never_called_clean(t
     assert "Inputs are clean" not in text
 
 
+def write_runs(root: Path, runs, *, clean_record: bool = False) -> None:
+    """One Mul per (timestamp dir, device, op name, dump time, output): an Opdebug record beside each saturated
+    output (``clean_record``: a record of status 0 beside each clean one too)."""
+    for run, device, name, ts, out in runs:
+        leaf = root / run / device / "ge_default" / "1" / "0"
+        leaf.mkdir(parents=True)
+        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [out], "binary")
+        if out is SATURATED or clean_record:
+            write_opdebug(leaf, new_record(3, 0, 0x20 if out is SATURATED else 0), ts + 1, "binary")
+
+
 def test_a_device_whose_dumps_ended_before_the_latest_run_began_is_an_earlier_jobs(tmp_path, capsys):
     """A two-device job overflowed (each rank naming its own timestamp directory), then a one-device clean job
     reused the dump path: device 1's directory is the earlier job's (its ops ended before the latest run began),
     not a rank of the latest run."""
-    for run, device, name, ts, out in (("20240101120000", "0", "old_rank0", T0 + 1, SATURATED),
-                                       ("20240101120001", "1", "old_rank1", T0 + 2, SATURATED),
-                                       ("20240101130000", "0", "new_rank0", T0 + 3_600_000_000, CLEAN)):
-        leaf = tmp_path / run / device / "ge_default" / "1" / "0"
-        leaf.mkdir(parents=True)
-        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [out], "binary")
-        if out is SATURATED:
-            write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+    write_runs(tmp_path, (("20240101120000", "0", "old_rank0", T0 + 1, SATURATED),
+                          ("20240101120001", "1", "old_rank1", T0 + 2, SATURATED),
+                          ("20240101130000", "0", "new_rank0", T0 + 3_600_000_000, CLEAN)))
     assert main(["overflow", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["overflows"] == []
@@ -686,12 +692,8 @@ def test_a_device_whose_dumps_ended_before_the_latest_run_began_is_an_earlier_jo
 def test_ranks_that_overflow_seconds_apart_are_both_read(tmp_path, capsys):
     """With overflow detection a rank dumps only what overflowed: rank 0's dumps can end before rank 1's begin.
     Their timestamp directories are seconds apart: ranks of one job, both read (the earlier overflow first)."""
-    for run, device, name, ts in (("20240101120000", "0", "mul_rank0", T0 + 1),
-                                  ("20240101120003", "1", "mul_rank1", T0 + 3_000_000)):
-        leaf = tmp_path / run / device / "ge_default" / "1" / "0"
-        leaf.mkdir(parents=True)
-        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [SATURATED], "binary")
-        write_opdebug(leaf, new_record(3, 0, 0x20), ts + 1, "binary")
+    write_runs(tmp_path, (("20240101120000", "0", "mul_rank0", T0 + 1, SATURATED),
+                          ("20240101120003", "1", "mul_rank1", T0 + 3_000_000, SATURATED)))
     assert main(["overflow", str(tmp_path), "--json"]) == 1
     assert [o["op_name"] for o in json.loads(capsys.readouterr().out)["overflows"]] == ["mul_rank0", "mul_rank1"]
 
@@ -700,13 +702,9 @@ def test_a_timestamp_directory_replaced_on_one_device_is_an_earlier_run_on_all(t
     """Run A dumped devices 0 and 1 (both overflowed); run B, five minutes later, dumped device 0 only, clean.
     One process wrote A: B replaced it, so A's device 1 is the earlier job's too, not the first overflow of the
     latest run (and no note may call the directories ranks of one run)."""
-    for run, device, name, ts, out in (("20260101000000", "0", "runA_dev0", T0 + 1, SATURATED),
-                                       ("20260101000000", "1", "runA_dev1", T0 + 2, SATURATED),
-                                       ("20260101000500", "0", "runB_dev0", T0 + 300_000_000, CLEAN)):
-        leaf = tmp_path / run / device / "ge_default" / "1" / "0"
-        leaf.mkdir(parents=True)
-        write_op(leaf, "Mul", name, 3, 0, ts, [CLEAN], [out], "binary")
-        write_opdebug(leaf, new_record(3, 0, 0x20 if out is SATURATED else 0), ts + 1, "binary")
+    write_runs(tmp_path, (("20260101000000", "0", "runA_dev0", T0 + 1, SATURATED),
+                          ("20260101000000", "1", "runA_dev1", T0 + 2, SATURATED),
+                          ("20260101000500", "0", "runB_dev0", T0 + 300_000_000, CLEAN)), clean_record=True)
     assert main(["overflow", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["overflows"] == []

@@ -567,18 +567,23 @@ def test_the_report_of_a_run_set_aside_points_at_its_own_files(target, tmp_path,
         assert switch.startswith(str(old / "switch")) and Path(switch).is_file(), switch
 
 
-def test_a_report_shows_its_own_production_file_when_another_run_wrote_the_path_since(target, tmp_path, capsys):
-    """Two workdirs share -o: the later run wrote the path (the earlier file kept as .bak). The earlier run's
-    report shows its own file (the backup holding its digest) with a note, never the other run's as its fix."""
-    from fusebisect.cli.app import main
-
-    out = tmp_path / "shared.cfg"
+def _two_runs_share_output(target, tmp_path: Path, out: Path) -> None:
+    """A run in tmp_path/w (RULES[1] faulty), then one in tmp_path/other (RULES[2] faulty), both writing -o out."""
     target.env["T_FAULTY"] = RULES[1]
     assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
     target.env["T_FAULTY"] = RULES[2]
     other = tmp_path / "other"
     other.mkdir()
     assert session(target, other, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+
+
+def test_a_report_shows_its_own_production_file_when_another_run_wrote_the_path_since(target, tmp_path, capsys):
+    """Two workdirs share -o: the later run wrote the path (the earlier file kept as .bak). The earlier run's
+    report shows its own file (the backup holding its digest) with a note, never the other run's as its fix."""
+    from fusebisect.cli.app import main
+
+    out = tmp_path / "shared.cfg"
+    _two_runs_share_output(target, tmp_path, out)
     assert main(["report", str(tmp_path / "w"), "--json", "--markdown", str(tmp_path / "r.md")]) == 0
     j = json.loads(capsys.readouterr().out)
     assert j["switch_file"] == str(out) + ".bak" and RULES[1] in Path(j["switch_file"]).read_text()
@@ -597,12 +602,7 @@ def test_fresh_leaves_a_production_file_another_run_wrote_since(target, tmp_path
     away into the first run's history."""
     out = tmp_path / "out" / "prod.cfg"
     out.parent.mkdir()
-    target.env["T_FAULTY"] = RULES[1]
-    assert session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
-    target.env["T_FAULTY"] = RULES[2]
-    other = tmp_path / "other"
-    other.mkdir()
-    assert session(target, other, metric=r"loss ([0-9.]+)", output=out).run().run_json["status"] == "found"
+    _two_runs_share_output(target, tmp_path, out)
     theirs = out.read_text()
     assert RULES[2] in theirs
     session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out, fresh=True).run()
