@@ -62,12 +62,52 @@ def test_braces_inside_strings_do_not_split_objects(tmp_path):
     assert _stats(path) == {("Weird}{Pass", "GraphFusion"): (2, 2, 0, ["session_and_graph_id_0_1"])}
 
 
+# GE's newer writer: a JSON array of per-graph objects, each naming its graph by "session_and_graph_id" (as in
+# the statistics CANN's own tools ship as test data)
+ARRAY_STYLE = """[{
+    "graph_fusion": {
+        "ConstToAttrGatherV2Fusion": {
+            "effect_times": "0",
+            "match_times": "1"
+        },
+        "RefreshInt64ToInt32FusionPass": {
+            "effect_times": "1",
+            "match_times": "1"
+        }
+    },
+    "session_and_graph_id": "0_11"
+},{"graph_fusion": {"RefreshInt64ToInt32FusionPass": {"effect_times": "2", "match_times": "2"}},
+   "ub_fusion": {"TbeEltwiseFusionPass": {"effect_times": "1", "match_times": "1"}},
+   "session_and_graph_id": "0_12"}]"""
+
+
+def test_an_array_of_per_graph_objects_reads_like_concatenated_ones(tmp_path):
+    path = tmp_path / "fusion_result.json"
+    path.write_text(ARRAY_STYLE)
+    assert _stats(path) == {
+        ("ConstToAttrGatherV2Fusion", "GraphFusion"): (1, 0, 0, []),
+        ("RefreshInt64ToInt32FusionPass", "GraphFusion"):
+            (3, 3, 0, ["session_and_graph_id_0_11", "session_and_graph_id_0_12"]),
+        ("TbeEltwiseFusionPass", "UBFusion"): (1, 1, 0, ["session_and_graph_id_0_12"]),
+    }
+    # the same labels as GE's nested form, so a run's graphs line up with the baseline's whichever form
+    assert list(read_fusion_result_per_graph(path)) == ["session_and_graph_id_0_11", "session_and_graph_id_0_12"]
+    # an array followed by another object (appended by a later compile) reads on
+    path.write_text(ARRAY_STYLE + "\n" + json.dumps(GRAPHID_STYLE))
+    assert _stats(path)[("ConvBatchnormFusionPass", "GraphFusion")] == (4, 4, 0, ["session_0_graph_7"])
+    assert main(["rules", "fired", str(path), "--json"]) == 0
+
+
 @pytest.mark.parametrize("content, reason", [
     ("", "empty file"),
     ("   \n", "empty file"),
     ('{"session_and_graph_id_0_1": {"graph_fusion": {', "line 1, column"),
     ('{"a": 1}\n{"b": ', "line 2, column"),
-    ("[1, 2]", "expected an object"),
+    ("[1, 2]", "element 1 of the array at line 1, column 1 is int, expected an object"),
+    ("\n[{\"graphId\": \"1\"}, []]", "element 2 of the array at line 2, column 1 is list"),
+    ("[{\"graphId\": \"1\"} {\"graphId\": \"2\"}]", "line 1, column 19: expected ',' or ']'"),
+    ("[{\"graphId\": \"1\"},", "line 1, column 19"),
+    ("7", "expected an object or an array of objects, got int"),
     ('{"graphId": "1", "graph_fusion": []}', "is not an object"),
     ('{"graphId": "1", "graph_fusion": {"P": {"effect_times": "x"}}}', "is not a count"),
     ('{"graphId": "1", "graph_fusion": {"P": {"effect_times": -1}}}', "negative"),

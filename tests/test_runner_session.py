@@ -46,6 +46,8 @@ TARGET = textwrap.dedent(r'''
     res = {"session_and_graph_id_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on}}}
     if os.environ.get("T_EVAL_GRAPH") == "1":   # a second session built without the switch file
         res["session_and_graph_id_1_2"] = {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in rules}}
+    if os.environ.get("T_ARRAY") == "1":   # GE's newer writer: an array of per-graph objects
+        res = [dict(sec, session_and_graph_id=key[len("session_and_graph_id_"):]) for key, sec in res.items()]
     if os.environ.get("T_NO_STATS") != "1":
         json.dump(res, open(os.path.join(work, "fusion_result.json"), "w"))
     with open(os.environ["T_LOG"], "a") as log:
@@ -727,10 +729,12 @@ def test_a_reference_invalid_twice_stops_the_run_at_the_gates(target, tmp_path):
     assert "reference run was INVALID twice (run 2: crash (exit 3); run 3: crash (exit 3))" in j["message"]
 
 
-def test_a_job_that_ignores_the_switch_file_stops_after_the_reference(target, tmp_path):
+@pytest.mark.parametrize("array", ["", "1"])
+def test_a_job_that_ignores_the_switch_file_stops_after_the_reference(target, tmp_path, array):
     from fusebisect.search import Search
 
-    target.env.update(T_FAULTY=RULES[3], T_IGNORE=",".join(RULES))  # every rule fires whatever the switch file says
+    # every rule fires whatever the switch file says (array: the statistics in GE's array form)
+    target.env.update(T_FAULTY=RULES[3], T_IGNORE=",".join(RULES), T_ARRAY=array)
     res = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run()
     j = res.run_json
     assert j["status"] == "inconclusive" and res.exit_code == 1

@@ -1,7 +1,8 @@
 """Which fusion rules fired in a compile: read ``fusion_result.json`` (GE's compile statistics) and the
 ``pass_name``/``pass_name_ub`` attrs of Build-stage graph dumps.
 
-``fusion_result.json`` holds one JSON object or several concatenated (whitespace between them), each either
+``fusion_result.json`` holds one JSON object or several concatenated (whitespace between them), or a JSON array
+of them (GE's newer writer, whose objects name their graph ``"session_and_graph_id": "0_11"``), each either
 ``{"session_and_graph_id_<s>_<g>": {"graph_fusion": {...}, "ub_fusion": {...}}, ...}`` or the older
 ``{"graphId": "1", "graph_fusion": {...}, "ub_fusion": {...}}``. Per rule it gives ``match_times``,
 ``effect_times`` and (UB fusion) ``repository_hit_times``, as strings or integers. A rule "fired" when
@@ -40,26 +41,59 @@ def _position(text: str, index: int) -> str:
 
 
 def _objects(text: str, path) -> list[tuple[dict, int]]:
-    """Return the top-level JSON objects of ``text`` with their start offsets (concatenation allowed)."""
+    """Return the top-level JSON objects of ``text`` with their start offsets: objects concatenated, or the
+    elements of a top-level array of objects (GE's newer writer), or both in turn."""
     decoder = json.JSONDecoder()
     out = []
     i, n = 0, len(text)
-    while True:
-        while i < n and text[i] in " \t\r\n\f\v\ufeff":
-            i += 1
-        if i >= n:
-            break
+
+    def skip(k: int) -> int:
+        while k < n and text[k] in " \t\r\n\f\v\ufeff":
+            k += 1
+        return k
+
+    def decode(k: int):
         try:
-            obj, end = decoder.raw_decode(text, i)
+            return decoder.raw_decode(text, k)
         except json.JSONDecodeError as exc:
             raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, exc.pos)}: {exc.msg}",
                                    path=path) from None
         except RecursionError:
-            raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, i)}: nested too deeply",
+            raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, k)}: nested too deeply",
                                    path=path) from None
+
+    while True:
+        i = skip(i)
+        if i >= n:
+            break
+        if text[i] == "[":
+            start, i, count = i, skip(i + 1), 0
+            while i < n and text[i] != "]":
+                obj, end = decode(i)
+                count += 1
+                if not isinstance(obj, dict):
+                    raise GraphFormatError(f"malformed fusion_result JSON: element {count} of the array at "
+                                           f"{_position(text, start)} is {type(obj).__name__}, expected an object",
+                                           path=path)
+                out.append((obj, i))
+                i = skip(end)
+                if i < n and text[i] == ",":
+                    i = skip(i + 1)
+                    if i >= n or text[i] == "]":
+                        decode(i)   # a trailing comma: JSON's own "Expecting value" at its place
+                elif i < n and text[i] != "]":
+                    raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, i)}: "
+                                           "expected ',' or ']'", path=path)
+            if i >= n:
+                raise GraphFormatError(f"malformed fusion_result JSON: the array at {_position(text, start)} "
+                                       "is not closed", path=path)
+            i += 1
+            continue
+        obj, end = decode(i)
         if not isinstance(obj, dict):
             raise GraphFormatError(f"malformed fusion_result JSON at {_position(text, i)}: "
-                                   f"expected an object, got {type(obj).__name__}", path=path)
+                                   f"expected an object or an array of objects, got {type(obj).__name__}",
+                                   path=path)
         out.append((obj, i))
         i = end
     return out
@@ -88,6 +122,10 @@ def _graph_sections(obj: dict, ordinal: int) -> list[tuple[str, dict]]:
     if any(k in obj for k in KINDS) or "graphId" in obj:
         gid = obj.get("graphId")
         sid = obj.get("sessionId")
+        both = obj.get("session_and_graph_id")
+        if gid is None and isinstance(both, (str, int)) and not isinstance(both, bool):
+            # the array writer's "session_and_graph_id": "0_11": labelled as the nested form's key
+            return [(f"session_and_graph_id_{both}", obj)]
         label = f"graph_{gid}" if gid is not None else f"graph#{ordinal}"
         if sid is not None:
             label = f"session_{sid}_{label}"
@@ -152,7 +190,8 @@ def read_fusion_result_per_graph(path) -> dict[str, list[RuleStat]]:
 
 def read_fusion_result(path) -> list[RuleStat]:
     """Return one :class:`RuleStat` per (rule, kind) with counts summed over all graphs and sessions of a
-    ``fusion_result.json`` (one object, or several concatenated with whitespace between), in first-seen order;
+    ``fusion_result.json`` (one object, several concatenated with whitespace between, or an array of them), in
+    first-seen order;
     ``graphs`` lists where the rule took effect.
 
     Raises GraphFormatError (naming the file and the position) for an unreadable, empty or malformed file.
