@@ -64,7 +64,9 @@ def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
     ``inputs``, or an existing file inside an input directory that is not a report (a dump, a golden .npy, a
     graph, mapping.csv; a .csv/.html/.md written there before may be written again), or a new file there that
     would read as data (mapping.csv, .npy). With ``new_file_ok`` False anything inside an input directory is
-    refused (outputs that would mix into the data). Symlinks are followed."""
+    refused (outputs that would mix into the data). An input file's own directory holds the user's data too
+    (the dumps beside it, which some readers match it against): an existing file there other than a report is
+    refused as well. Symlinks are followed."""
     if out is None:
         return
     where = resolved_path(out, flag)
@@ -76,8 +78,10 @@ def refuse_inside_inputs(out: str | os.PathLike[str] | None, flag: str,
             continue
         source = resolved_path(given, flag)
         inside = source.is_dir() and where.is_relative_to(source)
-        if where == source or (inside and ((where.exists() and not report) or not new_file_ok or data)):
-            what = "is" if where == source else "would replace a file in" if where.exists() else "is inside"
+        beside = source.is_file() and where.parent == source.parent and where.is_file() and not report
+        if where == source or beside or (inside and ((where.exists() and not report) or not new_file_ok or data)):
+            what = ("is" if where == source else "would replace a file beside" if beside
+                    else "would replace a file in" if where.exists() else "is inside")
             why = ", where a file of that name would be read as data" if data and not where.exists() else \
                 ", which is only read"
             raise UsageError(f"{flag} {out}: {what} the input {given}{why}; write it elsewhere")

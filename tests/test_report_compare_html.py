@@ -80,6 +80,14 @@ def test_reports_are_never_written_over_or_into_the_inputs(tmp_path, capsys):
          "--csv"),
         (["dump", "convert", str(tmp_path / "d"), "--out", str(victim.parent / "npy")], "--out"),
     ]
+    # a single input file: the files beside it are the user's dumps too (one Opdebug file is matched against the
+    # op dumps of its directory, which --html must not replace)
+    opdebug = next(p for p in dumps if p.name.startswith("Opdebug."))
+    cases += [
+        (["overflow", str(opdebug), "--html", str(victim)], "--html"),
+        (["compare", str(victim), str(victim), "--csv", str(opdebug)], "--csv"),
+        (["compare", str(victim), str(victim), "--html", str(opdebug)], "--html"),
+    ]
     for argv, flag in cases:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
