@@ -426,6 +426,29 @@ def test_identical_tensors_past_float32_range_are_not_a_divergence(tmp_path, cap
     assert main(["compare", str(only / "my"), str(only / "gold")]) == 0
 
 
+def test_float64_values_whose_squares_overflow_are_judged_by_their_true_cosine(tmp_path, capsys):
+    """float64 values past ~1e154 overflow the sums of squares (msaccucmp's cells read nan/inf): the verdict's
+    float64 cosine is taken on scaled values, so opposite tensors diverge and no numpy warning reaches the user."""
+    import warnings
+
+    mine = np.array([1e160, 1.0, 2.0, 3.0])
+    my, gold = _pair(tmp_path, {"opp": mine, "far": np.array([1e300, 2.0, 3.0]), "same": mine},
+                     {"opp": -mine, "far": np.array([1.0, 2.0, 3.0]), "same": mine})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    assert rows["opp:output:0"].finite_cosine == pytest.approx(-1.0)
+    assert rows["opp:output:0"].note == ("values past float64's range for sums of squares: cosine -1.000000 on "
+                                         "scaled values")   # not "same NaN/Inf as the golden": there is none
+    assert rows["far:output:0"].finite_cosine == pytest.approx(1 / math.sqrt(14), abs=1e-6)
+    assert rows["same:output:0"].finite_cosine in (None, pytest.approx(1.0))
+    assert main(["compare", str(my), str(gold), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["tensor"] in ("far:output:0", "opp:output:0")
+    cosines = {r["tensor"]: r["finite_cosine"] for r in out["tensors"]}
+    assert cosines["opp:output:0"] == pytest.approx(-1.0) and cosines["far:output:0"] < 0.99
+
+
 def test_a_msaccucmp_that_fails_in_gbk_is_a_one_line_error(tmp_path, capsys):
     """CANN's tools log Chinese text, in GBK on many hosts: its failure is reported, never an internal error."""
     fake = tmp_path / "msaccucmp.py"

@@ -563,20 +563,26 @@ def _overflowed_cosine(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
     scale = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))))
     if scale * math.sqrt(a.size) < 1e18:
         return
-    _finite_cosine(row, a, b, scale)
+    _finite_cosine(row, a, b)
     row.note = row.note or (f"values past float32's range for sums of squares: cosine in float64 "
                             f"{row.finite_cosine:.6f}")
 
 
-def _finite_cosine(row: CompareRow, a: np.ndarray, b: np.ndarray, scale: float = 1.0) -> tuple[float, float]:
-    """Set ``row.finite_cosine`` and ``row.finite_max_abs_error`` from float64 arrays (divided by ``scale`` for
-    the cosine, so huge values do not overflow its sums of squares); return the two norms (0: all zero)."""
-    row.finite_max_abs_error = float(np.max(np.abs(a - b)))
-    if scale != 1.0:
-        a, b = a / scale, b / scale
-    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
-    row.finite_cosine = 1.0 if na == nb == 0 else float(a @ b) / (na * nb) if na and nb else 0.0
-    return na, nb
+def _finite_cosine(row: CompareRow, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Set ``row.finite_cosine`` and ``row.finite_max_abs_error`` from finite float64 arrays; return whether each
+    is non-zero (0.0: all zero). The cosine is taken on each array divided by its largest magnitude (it does
+    not change), so values past ~1e154 do not overflow the sums of squares, nor tiny ones underflow them."""
+    with np.errstate(over="ignore"):   # a difference past float64's range is inf, as it is
+        row.finite_max_abs_error = float(np.max(np.abs(a - b)))
+    sa, sb = float(np.max(np.abs(a))), float(np.max(np.abs(b)))
+    if sa == sb == 0:
+        row.finite_cosine = 1.0
+    elif sa == 0 or sb == 0:
+        row.finite_cosine = 0.0
+    else:
+        a, b = a / sa, b / sb
+        row.finite_cosine = float(a @ b) / (float(np.linalg.norm(a)) * float(np.linalg.norm(b)))
+    return sa, sb
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
@@ -613,6 +619,9 @@ def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
         a, b = x[finite], y[finite]
     na, nb = _finite_cosine(row, a.astype(np.float64), b.astype(np.float64))
     zero = "mine" if na == 0 else "golden" if nb == 0 else None
+    if all_finite and na and nb:   # no NaN/Inf and no zero tensor: the sums of squares overflowed
+        row.note = f"values past float64's range for sums of squares: cosine {row.finite_cosine:.6f} on scaled values"
+        return
     row.note = nonfinite_note(0, row.finite_cosine, zero if all_finite and na != nb else None)
 
 
