@@ -369,6 +369,21 @@ def test_the_same_nan_inf_on_both_sides_is_judged_on_the_other_elements(tmp_path
     assert main(["compare", str(masked_only / "my"), str(masked_only / "gold")]) == 0
 
 
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_tensor_without_an_element_finite_on_both_sides_has_no_verdict(tmp_path, capsys, value):
+    """All NaN on both sides (msaccucmp writes an AccumulatedRelativeError of 0 for it) is as unjudgeable as all
+    Inf (every cell NaN): no element is there to compare, so neither is "no divergence"."""
+    full = np.full_like(X, value)
+    for side in ("my", "gold"):
+        _dump(tmp_path / side, "a", full, same_input=False)
+    my, gold = tmp_path / "my", tmp_path / "gold"
+    rows = compare_dumps(my, gold).rows
+    assert len(rows) == 2 and all(not (r.compared and r.judged) and r.nonfinite == 0 for r in rows)
+    assert main(["compare", str(my), str(gold)]) == 2
+    captured = capsys.readouterr()
+    assert "none of the 2 tensors could be" in captured.err and "No divergence" not in captured.out
+
+
 def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
     """A fused op that wrote zeros has msaccucmp cosine NaN ("All the data is zero"): no threshold catches a NaN,
     so the verdict takes cosine 0 for it. Zeros on both sides are the same tensor (msaccucmp's cosine 1)."""
@@ -527,17 +542,29 @@ def test_the_msaccucmp_engine_judges_its_nan_cells(tmp_path, capsys, msaccucmp):
     assert rows["nan_mine"]["nonfinite"] == 1 and rows["nan_mine"]["reason"].startswith("NaN/Inf in my tensor only")
     assert not rows["mask_both"]["compared"] and rows["mask_both"]["reason"].startswith("NaN/Inf on both sides")
     assert rows["ok"]["compared"] and rows["ok"]["nonfinite"] == 0
+    # a NaN at the same place on both sides leaves some cells finite (the relative errors): still no verdict on
+    # its cosine or max abs error, which are NaN, so not "no divergence" for tensors that differ everywhere else
+    for side, data in (("my", -nan), ("gold", nan)):
+        write_dump(tmp_path / "both" / side / f"Add.a.1.0.{TS}", op_name="a", inputs=[], outputs=[data],
+                   encoding="nano")
+    for extra in ([], ["--max-abs-error", "1"]):
+        rc = main(["compare", str(tmp_path / "both" / "my"), str(tmp_path / "both" / "gold"), "--json", "--engine",
+                   "msaccucmp", "--msaccucmp", str(msaccucmp.script), *extra])
+        out = capsys.readouterr()
+        assert rc == 2 and "none of the 1 tensors could be judged" in out.err, (out.err, extra)
+        row = next(t for t in json.loads(out.out)["tensors"] if t["tensor"] == "a:output:0")
+        assert not row["judged"] and row["reason"].startswith("NaN/Inf on both sides")
 
 
 @pytest.mark.msaccucmp
 @pytest.mark.parametrize("mine, golden, diverges", [
     (2.0, 1.25, True), (np.nan, 1.25, True), (1.2501, 1.25, False), (1.0, 0.0, True), (0.0, 0.0, False),
-    (0.000402, 0.0004, False), (6e-7, 4e-7, True), (-np.inf, np.inf, True), (np.inf, np.inf, False),
-    (np.nan, np.nan, False)])
+    (0.000402, 0.0004, False), (6e-7, 4e-7, True), (-np.inf, np.inf, True), (np.inf, np.inf, None),
+    (np.nan, np.nan, None)])
 def test_the_msaccucmp_engine_judges_a_scalar_as_the_native_one(tmp_path, capsys, msaccucmp, mine, golden, diverges):
     """msaccucmp's cosine of a scalar (a loss, an overflow flag) is always 1: its error relative to the golden
     (which msaccucmp's MaxRelativeError writes as 0 for a golden of 0) and a NaN in its mean/std cell decide, as
-    with the native engine."""
+    with the native engine. The same NaN/Inf on both sides leaves nothing to judge (exit 2)."""
     for side, value in (("my", mine), ("gold", golden)):
         write_dump(tmp_path / side / f"ReduceMeanD.loss.1.0.{TS}", op_name="loss", inputs=[], encoding="nano",
                    outputs=[np.array([value], np.float32)])
@@ -546,7 +573,8 @@ def test_the_msaccucmp_engine_judges_a_scalar_as_the_native_one(tmp_path, capsys
         rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json", *engine])
         out = json.loads(capsys.readouterr().out)
         verdicts.append((rc, (out["first_divergence"] or {}).get("tensor")))
-    assert verdicts[0] == verdicts[1] == ((1, "loss:output:0") if diverges else (0, None))
+    assert verdicts[0] == verdicts[1] == ((1, "loss:output:0") if diverges else (0, None) if diverges is False
+                                         else (2, None))
 
 
 def test_a_tree_of_several_iterations_or_devices_compares_one_leaf(tmp_path, capsys):

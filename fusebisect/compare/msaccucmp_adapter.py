@@ -159,12 +159,15 @@ def _judge_nan_cells(row: CompareRow) -> None:
       ``nonfinite`` 1, the count is not in the CSV), whatever the cosine (a scalar NaN has cosine 1);
     - "All the data is zero" in one side alone is cosine 0, as the native verdict takes it.
 
-    NaN/Inf on both sides cannot be judged from the cells: the note says so."""
+    NaN/Inf on both sides cannot be judged from the cells: the row is not judged and the note says so."""
     if _SCALAR_REASON in row.fail_reason:
         row.scalar_relative_error = _scalar_relative_error(row)
     cos = row.cosine
     if cos is None or not math.isnan(cos):
-        _one_side_nonfinite(row)   # a finite cosine despite NaN/Inf on one side: a scalar NaN loss
+        # a finite cosine despite NaN/Inf on one side: a scalar NaN loss; the same on both: nothing to compare
+        if _one_side_nonfinite(row) == (True, True) and not row.nonfinite:
+            row.judged = False
+            row.note = "the same NaN/Inf on both sides: nothing to compare"
         return
     if "All the data is zero" in row.fail_reason:   # one side only: both all zero reads 1.0
         row.finite_cosine = 0.0
@@ -178,6 +181,8 @@ def _judge_nan_cells(row: CompareRow) -> None:
         row.note = ("msaccucmp's metrics are NaN and its CSV says not why (NaN/Inf in the data?): add "
                     "StandardDeviation to the algorithms, or use the native engine, to tell")
     elif sides == (True, True):
+        # its relative-error cells may still be numbers (they skip NaN): no verdict rests on them either
+        row.judged = False
         row.note = ("NaN/Inf on both sides: msaccucmp's metrics are NaN whatever the other elements hold (the "
                     "native engine compares those)")
 
