@@ -32,6 +32,7 @@ def test_finds_the_faulty_rule_and_writes_the_production_cfg(capsys, tmp_path):
     assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
     assert j["culprits"][0]["confidence"] >= 0.95
     assert j["culprits"][0]["fused_ops"], "the fused ops the rule touched (from the baseline graph)"
+    assert j["culprits"][0]["depends_on"] == {}   # the documented schema's key, empty for a single rule
     cfg = json.loads((work / "fusion_switch.cfg").read_text())
     assert cfg == {"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}
     assert j["switch_file"] == str(work / "fusion_switch.cfg")

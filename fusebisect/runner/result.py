@@ -118,8 +118,9 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
                 ops.extend(o for o in fused_ops_of(graph, rule) if o not in ops)
             entry = {"rules": list(c.rules), "confidence": round(float(c.confidence), 4),
                      "direction": getattr(c, "direction", "on"), "fused_ops": ops}
-            if len(c.rules) > 1 and entry["direction"] == "on":
-                entry["depends_on"] = dependencies(session, list(c.rules))
+            # (always there, as the documented schema has it: {} for a single rule or the reverse direction)
+            entry["depends_on"] = (dependencies(session, list(c.rules))
+                                   if len(c.rules) > 1 and entry["direction"] == "on" else {})
             culprits.append(entry)
     repro = None
     if result is not None and result.boundary is not None:

@@ -68,6 +68,8 @@ def _number(flag: str, value: float | None, *, low: float | None = None, high: f
             rng = f"{'>' if low_open else '>='} {low:g}"
         else:
             rng = "a finite number"
+        if not math.isfinite(value) and rng != "a finite number":
+            rng = f"a finite number {rng}"
         raise UsageError(f"{flag} must be {rng}, got {value:g}")
 
 
