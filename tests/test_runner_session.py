@@ -6,6 +6,7 @@ the real engine's choices; the real engine is exercised by tests/test_run_e2e.py
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -597,6 +598,27 @@ def test_a_report_shows_its_own_production_file_when_another_run_wrote_the_path_
     assert main(["report", str(tmp_path / "w"), "--markdown", str(tmp_path / "r2.md")]) == 0
     md = (tmp_path / "r2.md").read_text()
     assert "edited by hand" not in md and "also edited" not in md and "no copy of it was found" in md
+
+
+def test_rerunning_a_finished_run_leaves_a_production_file_another_run_wrote_since(target, tmp_path):
+    """Two workdirs share -o and the later run wrote it last. Rerunning the earlier, finished command (to see its
+    result again) executes nothing and must not put its older file back over the newer one."""
+    out = tmp_path / "prod.cfg"
+    _two_runs_share_output(target, tmp_path, out)
+    theirs = out.read_text()
+    backups = sorted(tmp_path.glob("prod.cfg.bak*"))
+    calls = len(target.calls())
+    target.env["T_FAULTY"] = RULES[1]
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", output=out).run()
+    assert len(target.calls()) == calls and res.run_json["status"] == "found"
+    assert out.read_text() == theirs and sorted(tmp_path.glob("prod.cfg.bak*")) == backups
+    assert any(n.startswith(f"{out} changed since this run wrote it") for n in res.run_json["notes"])
+    # the result still records this run's own file (by digest), so its report does not take the other for it
+    assert res.run_json["switch_file_sha256"] != hashlib.sha256(theirs.encode()).hexdigest()
+    # the file as this run wrote it (unchanged since) is simply kept
+    target.env["T_FAULTY"] = RULES[2]
+    again = session(target, tmp_path / "other", metric=r"loss ([0-9.]+)", output=out).run()
+    assert out.read_text() == theirs and not any("changed since" in n for n in again.run_json["notes"])
 
 
 def test_fresh_leaves_a_production_file_another_run_wrote_since(target, tmp_path):

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
-                                       previous_production, production_digest, set_aside_previous_run,
+                                       previous_production, set_aside_previous_run,
                                        workdir_lock)
 from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, close,
                                        unparsed_capture)
@@ -1445,8 +1445,7 @@ class Session:
                                          f"({self.executed} runs): {self._go_on_hint()}.")
         run_json = build_run_json(self, result, switch_path, verify)
         if switch_path is not None:   # what this run wrote there: --fresh moves only that, not another run's file
-            with contextlib.suppress(OSError):
-                run_json["switch_file_sha256"] = production_digest(switch_path)
+            run_json["switch_file_sha256"] = self._production_sha256
         from fusebisect.fsutil import atomic_write_text
 
         atomic_write_text(self.workdir / "result.json", json.dumps(run_json, indent=2, ensure_ascii=False) + "\n")
@@ -1735,12 +1734,19 @@ class Session:
                 same = target.read_text(encoding="utf-8") == render_switch(cfg)
             except (OSError, UnicodeDecodeError):
                 same = False
-            if not same:
+            previous = previous_production(self.workdir)
+            if not same and previous is not None and previous[1] is False and previous[0].absolute() == target:
+                # this run wrote it before (a rerun of a finished command) and another run (or an edit) has
+                # replaced it since: putting the older file back would undo that
+                self.notes.append(f"{target} changed since this run wrote it (another run's production file, or an "
+                                  f"edit): left as it is; rerun with -o PATH to write this run's file elsewhere")
+            elif not same:
                 backup = next_backup_path(target)
                 write_switch_file(target, cfg, force=True)  # keeps the old file as `backup`
                 self.notes.append(f"the previous {target.name} was kept as {backup.name}")
         else:
             write_switch_file(target, cfg)
+        self._production_sha256 = hashlib.sha256(render_switch(cfg).encode("utf-8")).hexdigest()
         verify = None
         if not self.opts.verify:   # --no-verify runs nothing more, but a run of that file the journal has counts
             verify = self.observed(off, on) or self._final_run(off, on)
