@@ -36,6 +36,20 @@ def test_torn_last_line_is_ignored_and_repaired(tmp_path):
     assert path.read_text().count("\n") == 3
 
 
+def test_a_complete_last_record_without_its_newline_is_kept(tmp_path):
+    """A last line that is a whole record but lacks its newline (an editor that strips it, a write cut just
+    before it) is loaded, so the next append must keep it, not cut it as torn (a record the resume used, gone)."""
+    path = tmp_path / "journal.jsonl"
+    j = Journal(path)
+    j.append({"event": "start"})
+    j.append({"event": "trial", "index": 1})
+    path.write_bytes(path.read_bytes()[:-1])
+    assert [r.get("index") for r in j.load()] == [None, 1]
+    j.append({"event": "trial", "index": 2})
+    assert [r.get("index") for r in j.load()] == [None, 1, 2]
+    assert path.read_text().count("\n") == 3
+
+
 def test_corruption_in_the_middle_is_an_error(tmp_path):
     path = tmp_path / "journal.jsonl"
     path.write_text('{"event": "start"}\nnot json\n{"event": "trial"}\n')

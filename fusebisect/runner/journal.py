@@ -56,7 +56,8 @@ class Journal:
         return bool(self.load())
 
     def load(self) -> list[dict]:
-        """Return every complete record in order. A torn (unterminated or unparsable) last line is ignored.
+        """Return every complete record in order. A torn (unparsable) last line is ignored; an unterminated one
+        that parses is a record (its newline is added by the next append).
 
         Raises JournalError when a line other than the last one is not valid JSON."""
         from fusebisect.fsutil import not_regular
@@ -105,7 +106,8 @@ class Journal:
                 os.fsync(handle.fileno())
 
     def _repair_torn_tail(self) -> None:
-        """Terminate a torn last line so the next record starts on a fresh line (the torn text stays, ignored)."""
+        """Make the next record start on a fresh line: an unterminated last line that parses as a record (which
+        ``load`` returns) gets its newline; a torn one (never a complete record) is cut off."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
@@ -115,11 +117,18 @@ class Journal:
         with open(self.path, "rb+") as handle:
             handle.seek(size - 1)
             if handle.read(1) != b"\n":
-                # drop the torn fragment: it was never a complete record
                 handle.seek(0)
                 data = handle.read()
                 cut = data.rfind(b"\n") + 1
-                handle.truncate(cut)
+                try:
+                    whole = isinstance(json.loads(data[cut:]), dict)
+                except (ValueError, RecursionError):
+                    whole = False
+                if whole:
+                    handle.seek(size)
+                    handle.write(b"\n")
+                else:   # drop the torn fragment: it was never a complete record
+                    handle.truncate(cut)
                 handle.flush()
                 os.fsync(handle.fileno())
 
