@@ -22,6 +22,7 @@ M = "loss ([0-9.]+)"
     (["--max-runs", "1"], "--max-runs must be >= 2"),
     (["--metric", M, "--rtol", "-1"], "--rtol must be >= 0"),
     (["--metric", M, "--atol", "inf"], "--atol must be a finite number >= 0, got inf"),
+    (["--timeout", "inf"], "--timeout must be a finite number > 0, got inf"),
     (["--dumps", "--cosine", "1.5"], "--cosine must be between -1 and 1"),
     # the dump oracle maps fused ops through the GE graph dumps
     (["--dumps", "--no-graph-dump"], "--dumps with --no-graph-dump: the dump oracle maps fused ops"),

@@ -212,6 +212,10 @@ def test_check_codes_and_abort():
         j.judge(m(check_exit_code=-11), reference=None, is_reference=False)
     # the job crashed: the check is not consulted, the trial is skipped
     assert j.judge(m(exit_code=2, check_exit_code=None), reference=None, is_reference=False).outcome == INVALID
+    # the job ran to its end and the check hit --timeout: said so, not read as the job's timeout
+    v = j.judge(m(exit_code=0, timed_out=True), reference=None, is_reference=False)
+    assert v.outcome == INVALID and v.reason == "--check timed out"
+    assert j.judge(m(exit_code=None, timed_out=True), reference=None, is_reference=False).reason == "timeout"
 
 
 def test_combination_invalid_beats_bad_beats_good():

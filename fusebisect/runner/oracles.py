@@ -285,8 +285,8 @@ class Judge:
         ``is_reference`` marks the reference run itself, which is good by definition for relative oracles.
         Returns outcome PENDING-unknown when a reference is needed and not given. Raises RunAborted when the
         check command exited outside 0-127."""
-        if m.timed_out:
-            return Verdict(INVALID, "timeout")
+        if m.timed_out:   # the job's, or (the job having exited 0) its --check's
+            return Verdict(INVALID, "--check timed out" if self.check is not None and m.exit_code == 0 else "timeout")
         if self.exit_status_only:
             outcome, reason = exit_code_verdict(m.exit_code)
             if outcome == "abort":
