@@ -173,12 +173,18 @@ def test_rich_panel_text(tmp_path, capsys):
     assert "[3] [?] ?" in text and "3 overflow records" not in text  # all three shown with the default limit 5
 
 
-def test_no_opdebug_files_is_clean(tmp_path, capsys):
+def test_op_dumps_without_opdebug_records_are_not_no_overflow(tmp_path, capsys):
+    """Overflow detection writes an Opdebug record beside each overflowing op's dump: op dumps without any are
+    an ordinary data dump, in which nothing was checked. Like --scan on records alone, that is exit 2, never
+    "no overflowing ops found" (even when a tensor there holds Inf)."""
     leaf = leaf_dir(tmp_path, 0)
-    write_op(leaf, "Add", "add1", 4, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
-    assert main(["overflow", str(tmp_path), "--json"]) == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out)["overflows"] == [] and "--scan" in captured.err
+    write_op(leaf, "Add", "add1", 4, 0, T0 + 1, [CLEAN], [SATURATED], "binary")
+    for extra in ([], ["--json"]):
+        assert main(["overflow", str(tmp_path), *extra]) == 2
+        captured = capsys.readouterr()
+        assert "No overflowing ops" not in captured.out and captured.err.count("\n") == 1
+        assert "no Opdebug records here, only 1 op dump" in captured.err and "--scan" in captured.err
+    assert main(["overflow", str(tmp_path), "--scan"]) == 1
 
 
 def test_all_zero_record_is_no_overflow(tmp_path, capsys):
@@ -682,7 +688,7 @@ def test_a_device_whose_dumps_ended_before_the_latest_run_began_is_an_earlier_jo
     not a rank of the latest run."""
     write_runs(tmp_path, (("20240101120000", "0", "old_rank0", T0 + 1, SATURATED),
                           ("20240101120001", "1", "old_rank1", T0 + 2, SATURATED),
-                          ("20240101130000", "0", "new_rank0", T0 + 3_600_000_000, CLEAN)))
+                          ("20240101130000", "0", "new_rank0", T0 + 3_600_000_000, CLEAN)), clean_record=True)
     assert main(["overflow", str(tmp_path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["overflows"] == []

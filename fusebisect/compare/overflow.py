@@ -813,9 +813,12 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
     debug_entries = [e for e in tree.entries if _is_debug(e)]
     report.opdebug_files = len(debug_entries) + len(report.unreadable)
     if not report.opdebug_files:
-        report.notes.append(f"no Opdebug.Node_OpDebug.* files under {root}: no overflow was recorded "
-                            f"(use --scan to look for NaN/Inf/65504 in ordinary dumps)")
-        return report
+        # overflow detection writes a record beside each overflowing op's dump: op dumps without any are an
+        # ordinary data dump, in which nothing was checked (not "no overflow"; the mirror of --scan on records)
+        ops = len(tree.entries)
+        raise DumpFormatError(f"no Opdebug records here, only {ops} op dump{'s' if ops != 1 else ''}: written "
+                              "without overflow detection, so nothing says whether an op overflowed; use --scan to "
+                              "look for NaN/Inf/65504 in them", path=root)
 
     index: dict[tuple, dict[int, list]] = {}
     for e in tree.entries:
