@@ -128,6 +128,44 @@ def test_after_kill_9_the_rerun_kills_a_check_command_left_running(tmp_path):
         proc.kill()
 
 
+def test_a_run_stopped_during_its_check_resumes_without_running_its_job_again(tmp_path):
+    """SIGTERM while the --check of a finished job runs: the journal keeps that the job ran, and the rerun checks
+    its output again instead of running the training job a second time."""
+    check = tmp_path / "check.py"
+    started = tmp_path / "check.started"
+    block = tmp_path / "block"
+    block.touch()
+    check.write_text(textwrap.dedent(f'''
+        import os, sys, time
+        if os.path.exists({str(block)!r}):
+            open({str(started)!r}, "w").write("1")
+            time.sleep(300)
+        sys.exit(0 if '"ABatchnormFusionPass": "off"' in open(os.environ["FUSEBISECT_SWITCH_FILE"]).read() else 1)
+    '''))
+    count = tmp_path / "jobs.txt"
+    work = tmp_path / "w"
+    argv = [sys.executable, "-m", "fusebisect", "run", "--rules", "ABatchnormFusionPass", "--workdir", str(work),
+            "--check", f"{sys.executable} {check}", "--", sys.executable, "-c",
+            f"open({str(count)!r}, 'a').write('x')"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.terminate()
+        assert proc.wait(timeout=30) == 143
+        assert count.read_text() == "x"
+        block.unlink()
+        rerun = subprocess.run([*argv[:4], "--json", *argv[4:]], capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stderr
+        j = json.loads(rerun.stdout)
+        assert j["status"] == "found" and len(count.read_text()) == j["executions"], (count.read_text(), rerun.stderr)
+        assert "checking its output again (the job does not run again)" in " ".join(rerun.stderr.split())
+    finally:
+        proc.kill()
+
+
 def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
     """kill -9 of fusebisect leaves its running job alive (it holds an NPU); the rerun that resumes kills it, and
     only it, before starting anything."""

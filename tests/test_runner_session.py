@@ -372,9 +372,20 @@ def test_check_oracle_exit_codes(target, tmp_path):
     assert res.run_json["status"] != "found"
     target.env["T_CHECK_BAD_CODE"] = "128"  # outside 0-127: abort the whole run, journal kept
     s = session(target, tmp_path, check=f"{sys.executable} {check}", workdir=tmp_path / "w128")
+    calls = len(target.calls())
     with pytest.raises(RunAborted, match="--check exited 128"):
         s.run()
     assert Journal(tmp_path / "w128" / "journal.jsonl").load()[0]["event"] == "start"
+    ran = len(target.calls()) - calls
+    # the check fixed, the same command resumes: the run whose check aborted is checked again, its job (which
+    # had finished: a training run) is not run again
+    target.env["T_CHECK_BAD_CODE"] = "1"
+    res = session(target, tmp_path, check=f"{sys.executable} {check}", workdir=tmp_path / "w128").run()
+    assert res.run_json["culprits"][0]["rules"] == [RULES[2]]
+    configs = [t["config_off"] for t in res.run_json["trials"]]
+    assert len(configs) == len(set(map(tuple, configs))), configs   # no configuration executed twice
+    assert len(target.calls()) - calls == res.run_json["executions"] and ran <= res.run_json["executions"]
+    assert not res.run_json.get("unjudged")
 
 
 def _devices_seen(target, tmp_path, **kw) -> tuple[dict, set[str]]:

@@ -236,7 +236,7 @@ def _field_problem(record: dict) -> str | None:
     if event == "start":
         if not _names(record.get("command")):
             return "'command' must be a list of strings"
-    elif event == "trial":
+    elif event in ("trial", "executed"):
         for key in ("off", "on", "ignored"):
             if not _names(record.get(key)):
                 return f"'{key}' must be a list of rule names"

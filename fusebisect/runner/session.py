@@ -30,7 +30,7 @@ from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        previous_production, set_aside_previous_run,
                                        workdir_lock)
-from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, close,
+from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, RunAborted, close,
                                        unparsed_capture)
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
                                      kill_leftovers, numbered_trial_dirs, read_text, substitute)
@@ -381,6 +381,9 @@ class Session:
         self._rebuild = False  # candidates changed: rebuild the engine from the journal
         self._lock = threading.Lock()
         self.notes: list[str] = []
+        # config key -> a run whose job finished but whose check was stopped (aborted, or interrupted) before its
+        # verdict (journal ``executed`` events): a resume checks its output again instead of running the job again
+        self._rechecks: dict[str, TrialRecord] = {}
 
     # ------------------------------------------------------------------ helpers
 
@@ -593,21 +596,51 @@ class Session:
                 on: frozenset[str] = frozenset()) -> tuple[int, TrialPaths, ExecResult, Measurement | None]:
         """Run CMD for configuration ``off`` (``on``: rules set explicitly on) and measure it (thread-safe; no
         journaling, no judging)."""
-        index, paths = self._new_paths(off, on)
+        with self._lock:
+            kept = self._rechecks.pop(config_key(off, on), None)
+        if kept is not None and kept.paths.stdout_path.is_file():
+            index, paths = kept.index, kept.paths
+        else:
+            kept = None
+            index, paths = self._new_paths(off, on)
         self.progress.started(index, off, role, device, left_on=frozenset(self.candidates) - off)
         self.progress.detail(f"  switch file {paths.switch_file}\n  trial dir   {paths.trial_dir}\n"
                              f"  command     {shlex.join(substitute(self.opts.command, paths))}")
         execution = Execution(command=list(self.opts.command), paths=paths, base_env=self.env,
                               graph_dump=self.opts.graph_dump, device=device, timeout=self.opts.timeout,
                               cwd=self.cwd)
-        result = execution.run(self.registry)
+        if kept is not None:
+            # its job ran to its end before the check was stopped: the output is checked again, not made again
+            self.progress.log(f"run {index}: its job had finished when its check was stopped; checking its output "
+                              f"again (the job does not run again)")
+            km = kept.measurement
+            result = ExecResult(exit_code=km.exit_code, seconds=km.seconds, timed_out=km.timed_out)
+        else:
+            result = execution.run(self.registry)
         if result.interrupted:
             return index, paths, result, None
-        m = self.judge.measure(result, paths, env=execution.env, cwd=self.cwd, timeout=self.opts.timeout,
-                               registry=self.registry)
+        try:
+            m = self.judge.measure(result, paths, env=execution.env, cwd=self.cwd, timeout=self.opts.timeout,
+                                   registry=self.registry)
+        except KeyboardInterrupt:   # Ctrl-C or SIGTERM (Terminated) in this thread while the check ran
+            self._journal_executed(index, off, on, role, paths, result, device)
+            raise
         if self.registry.stopping:
+            self._journal_executed(index, off, on, role, paths, result, device)
             return index, paths, ExecResult(exit_code=None, seconds=result.seconds, interrupted=True), None
         return index, paths, result, m
+
+    def _journal_executed(self, index: int, off: frozenset[str], on: frozenset[str], role: str, paths: TrialPaths,
+                          result: ExecResult, device: str | None) -> None:
+        """Journal a run whose job finished but which gets no verdict now (its check aborted the run, or was
+        interrupted): a resume checks that output again rather than running the job again."""
+        with contextlib.suppress(OSError, FusebisectError):
+            self.journal.append({"event": "executed", "index": index, "key": config_key(off, on), "off": sorted(off),
+                                 **({"on": sorted(on)} if on else {}), "role": role, "exit_code": result.exit_code,
+                                 "seconds": round(result.seconds, 3), "timed_out": result.timed_out,
+                                 "trial_dir": str(paths.trial_dir),
+                                 "switch_file": str(paths.switch_file) if paths.switch_file else None,
+                                 "device": device})
 
     def fired_in(self, paths: TrialPaths) -> dict:
         """The rules that fired in a trial (its fusion_result.json and Build graphs); {} when the job wrote
@@ -725,7 +758,13 @@ class Session:
                           measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on,
                           final=final)
         before = self.reference_record()
-        self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
+        try:
+            self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
+        except RunAborted:
+            m = rec.measurement
+            self._journal_executed(index, off, on, role, paths,
+                                   ExecResult(exit_code=m.exit_code, seconds=m.seconds, timed_out=m.timed_out), device)
+            raise
         self.journal.append(rec.to_event())
         if self._stale_outputs:
             # a run resumed after its result (a raised --max-runs) goes on: that result and its reports are no
@@ -977,6 +1016,11 @@ class Session:
                 self.dumps_event = ev
             elif kind == "exclude":
                 self.exclude(list(ev.get("rules") or []), ev.get("reason") or "", journal=False)
+            elif kind == "executed":
+                kept = TrialRecord.from_event(ev)
+                self._rechecks[kept.key] = kept
+        judged = {rec.index for rec in self.records}
+        self._rechecks = {k: r for k, r in self._rechecks.items() if r.index not in judged}
         self._rebase()
         settled = {int(ev.get("index") or 0) for ev in records[1:] if ev.get("event") == "verdict"}
         by_index = {rec.index: rec for rec in self.records}
@@ -1000,7 +1044,7 @@ class Session:
                 return path
             return self.workdir / kind / path.name
         moved = []
-        for rec in self.records:
+        for rec in [*self.records, *self._rechecks.values()]:
             paths = TrialPaths(trial_dir=here(rec.paths.trial_dir, "trials"),
                                switch_file=here(rec.paths.switch_file, "switch"))
             if paths != rec.paths:
