@@ -972,7 +972,8 @@ class Session:
         if not self.journal.path.exists():   # still in the baseline run: nothing to resume yet
             return (f"{what} during the baseline run, before the journal began; the running execution was killed. "
                     f"Rerun the same command to start again.")
-        return (f"{what} after {self.executed} run{'' if self.executed == 1 else 's'}; the running executions were killed and the journal is kept "
+        runs = f"{self.executed} run{'' if self.executed == 1 else 's'}"
+        return (f"{what} after {runs}; the running executions were killed and the journal is kept "
                 f"in {self.journal.path}. Rerun the same command to resume (add --fresh to start over).")
 
     def _load(self) -> dict | None:
