@@ -385,6 +385,11 @@ def test_effective_shows_the_entry_a_byte_order_mark_turns_into_nothing(tmp_path
     bom_all.write_bytes(b"\xef\xbb\xbfALL:off\nGeluFusionPass:on\n")
     rc, out, err = run(capsys, "cfg", "effective", str(bom_all))
     assert rc == 0 and f"warning: {bom_all}: ALL: line 1: a UTF-8 byte-order mark starts the file" in err
+    # a first name no pass can have: shown like the same file without the mark, not an error naming no file
+    odd = tmp_path / "odd.cfg"
+    odd.write_bytes(b"\xef\xbb\xbfFoo Bar:off\nGeluFusionPass:off\n")
+    rc, out, err = run(capsys, "cfg", "effective", str(odd))
+    assert rc == 0 and "GeluFusionPass" in out and "invalid rule name" not in err
 
 
 def test_diff_marks_names_the_catalog_lacks(tmp_path, capsys):

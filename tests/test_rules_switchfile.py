@@ -257,6 +257,17 @@ def test_legacy_format():
     assert parse_switch_text("\ufeffA:off\nB:off\n").graph == {"B": "off"}
     with pytest.raises(SwitchFileError, match="byte-order mark alone"):
         parse_switch_text("\ufeff\nB:off\n")
+    # ... but that first line is still read: a bad value or a missing colon there fails the file, as without it
+    with pytest.raises(SwitchFileError, match="line 1, column 3: A:maybe: the value must be exactly on or off"):
+        parse_switch_text("\ufeffA:maybe\nB:off\n")
+    with pytest.raises(SwitchFileError, match="line 1, column 1: expected PassName:on or PassName:off"):
+        parse_switch_text("\ufeffjunk\nB:off\n")
+    # (and the mark makes it another name than a later line's: no duplicate)
+    assert parse_switch_text("\ufeffB:on\nB:off\n").graph == {"B": "off"}
+    # FE's format check rejects Priority levels and sections it does not know, like unknown Switch sections
+    for priority in ('{"GraphFusion": {"Middle": {"A": "1500"}}}', '{"Foo": {"Top": {"A": "1"}}}'):
+        with pytest.raises(SwitchFileError, match="Priority"):
+            parse_switch_text('{"Switch": {"GraphFusion": {"A": "off"}}, "Priority": %s}' % priority)
     assert parse_switch_text('\ufeff{"Switch": {"GraphFusion": {"A": "off"}}}').graph == {"A": "off"}
     with pytest.raises(SwitchFileError, match="line 2, column 1: A appears twice"):
         parse_switch_text("A:off\nA:on\n")

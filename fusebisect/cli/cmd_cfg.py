@@ -161,10 +161,10 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         from fusebisect.rules.switchfile import ALL, explain_state, name_problems, validate_rule_name
 
         catalog = default_catalog()
+        for name in rule or []:   # (the file's own names are shown as they are, valid or not)
+            validate_rule_name(name)
         config = _parse_warning_cann_rejects(file)
         names = list(rule) if rule else sorted({*config.mentioned(), *config.ignored} - {ALL})
-        for name in names:
-            validate_rule_name(name)
         notes: dict[str, list[str]] = {name: [why] for name, why in config.ignored.items()}
         if ALL in config.ignored:
             common.log(f"warning: {file}: {ALL}: {config.ignored[ALL]}")

@@ -532,19 +532,9 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
     where = {} if where is None else where
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.split("\n"), start=1):
-        if bom and lineno == 1:   # FE's line reader keeps a byte-order mark: it is part of the first line
-            if not raw.strip():
-                problems.append(Problem("error", "syntax", "a byte-order mark alone on the first line: CANN's "
-                                        "old-format reader fails the whole file on it", 1, 1))
-            else:
-                first = raw.strip().partition(":")[0].strip()
-                problems.append(Problem("warning", "bom", f"UTF-8 byte-order mark: CANN's old-format reader keeps it "
-                                        f"in the first line's pass name, so {first}'s entry does nothing (save the "
-                                        f"file without it)", 1, 1, rule=first or None))
-                if first:
-                    cfg.ignored[first] = ("line 1: a UTF-8 byte-order mark starts the file, and CANN's old-format "
-                                          "reader keeps it in this pass name: this entry does nothing (save the file "
-                                          "without it)")
+        if bom and lineno == 1 and not raw.strip():   # FE's line reader keeps a byte-order mark: a line of it
+            problems.append(Problem("error", "syntax", "a byte-order mark alone on the first line: CANN's "
+                                    "old-format reader fails the whole file on it", 1, 1))
             continue
         if not raw:
             continue
@@ -595,6 +585,15 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
                                     "nothing", lineno, col))
             cfg.invalid_names.append(name)
             continue
+        if bom and lineno == 1:
+            # the line is read like any other (a bad value or no colon fails the file), but FE keeps the
+            # byte-order mark in this pass name, which then matches no pass (nor a later line of the same name)
+            problems.append(Problem("warning", "bom", f"UTF-8 byte-order mark: CANN's old-format reader keeps it "
+                                    f"in the first line's pass name, so {name}'s entry does nothing (save the "
+                                    f"file without it)", 1, 1, rule=name))
+            cfg.ignored[name] = ("line 1: a UTF-8 byte-order mark starts the file, and CANN's old-format reader "
+                                 "keeps it in this pass name: this entry does nothing (save the file without it)")
+            continue
         if name in seen:
             problems.append(Problem("error", "duplicate", f"{name} appears twice (first on line {seen[name]})",
                                     lineno, col, rule=name))
@@ -644,6 +643,9 @@ def parse_switch_text(text: str, path=None) -> SwitchConfig:
         root, lenient = read_json_tree(text, path)
         cfg = _interpret_json(root, text, problems)
         cfg.lenient = [f"{':'.join(map(str, line_col(text, item.offset)))}: {item.what}" for item in lenient]
+        if not any(p.severity == "error" for p in problems):
+            # what FE's format check rejects beyond the switches (a Priority level or section it does not know)
+            problems.extend(_schema_problems(root, text))
     else:
         cfg = _interpret_legacy(text, problems, bom=bom)
     errors = [p for p in problems if p.severity == "error"]
