@@ -453,8 +453,8 @@ def test_float64_values_whose_squares_overflow_are_judged_by_their_true_cosine(t
         warnings.simplefilter("error")
         rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
     assert rows["opp:output:0"].finite_cosine == pytest.approx(-1.0)
-    assert rows["opp:output:0"].note == ("values past float64's range for sums of squares: cosine -1.000000 on "
-                                         "scaled values")   # not "same NaN/Inf as the golden": there is none
+    assert rows["opp:output:0"].note == ("values past float32's range for msaccucmp's sums of squares: cosine in "
+                                         "float64 -1.000000")   # not "same NaN/Inf as the golden": there is none
     assert rows["far:output:0"].finite_cosine == pytest.approx(1 / math.sqrt(14), abs=1e-6)
     assert rows["same:output:0"].finite_cosine in (None, pytest.approx(1.0))
     assert main(["compare", str(my), str(gold), "--json"]) == 1
@@ -462,6 +462,35 @@ def test_float64_values_whose_squares_overflow_are_judged_by_their_true_cosine(t
     assert out["first_divergence"]["tensor"] in ("far:output:0", "opp:output:0")
     cosines = {r["tensor"]: r["finite_cosine"] for r in out["tensors"]}
     assert cosines["opp:output:0"] == pytest.approx(-1.0) and cosines["far:output:0"] < 0.99
+
+
+def test_complex_tensors_with_nan_are_judged_on_both_parts(tmp_path):
+    """A NaN in complex tensors sends the verdict to the elements finite on both sides: conjugates differ there
+    (their imaginary parts), and no numpy warning about discarded imaginary parts reaches the user."""
+    import warnings
+
+    z = (X[0] + 1j * X[1]).astype(np.complex64)
+    z[0] = np.nan
+    my, gold = _pair(tmp_path, {"conj": np.conj(z), "same": z}, {"conj": z, "same": z})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    assert rows["same:output:0"].finite_cosine == pytest.approx(1.0)
+    assert rows["conj:output:0"].finite_cosine < 0.99
+
+
+@pytest.mark.parametrize("tiny, dtype", [(1e-170, np.float64), (1e-35, np.float32)])
+def test_a_tensor_msaccucmp_counts_as_all_zero_diverges_from_a_non_zero_golden(tmp_path, capsys, tiny, dtype):
+    """msaccucmp calls a tensor whose L2 norm is at most float64 eps "All the data is zero" (cosine NaN): the
+    verdict takes its cosine as 0 against a non-zero golden, however tiny (not zero) its values are."""
+    golden = np.array([1.0, 2.0, 3.0, 4.0], dtype)
+    for side, data in (("my", golden * dtype(tiny)), ("gold", golden)):
+        _dump(tmp_path / side, "relu1", data, same_input=False)
+    rows = compare_dumps(tmp_path / "my", tmp_path / "gold").rows
+    assert all(r.finite_cosine == 0.0 for r in rows), [(r.tensor, r.cosine, r.finite_cosine) for r in rows]
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json"]) == 1
+    first = json.loads(capsys.readouterr().out)["first_divergence"]
+    assert first["note"] == "my tensor is all zero and the other is not: cosine 0", first
 
 
 def test_a_msaccucmp_that_fails_in_gbk_is_a_one_line_error(tmp_path, capsys):

@@ -23,8 +23,8 @@ from fusebisect.compare import ffts
 from fusebisect.compare import mapping as mp
 from fusebisect.compare.dumpfile import read_dump
 from fusebisect.compare.formats import TARGETS, record_to_original
-from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, Metrics, batchable, compare_arrays, compare_batch,
-                                        nan_value, normalize_algorithms)
+from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, FLOAT_EPSILON, Metrics, batchable, compare_arrays,
+                                        compare_batch, nan_value, normalize_algorithms)
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
 from fusebisect.fsutil import missing_reason
 
@@ -32,6 +32,8 @@ PRIVATE_FORMATS = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "C1HWNCoC0"
                    "NC1HWC0_C04", "FRACTAL_Z_C04"}
 _FLOAT32_READ = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "hifloat8"}   # msaccucmp reads these as float32
 
+
+_SQRT_EPS = math.sqrt(FLOAT_EPSILON)   # msaccucmp: both tensors zero when their sums of squares are <= eps
 
 @dataclass
 class CompareRow:
@@ -569,20 +571,21 @@ def _overflowed_cosine(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
 
 
 def _finite_cosine(row: CompareRow, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Set ``row.finite_cosine`` and ``row.finite_max_abs_error`` from finite float64 arrays; return whether each
-    is non-zero (0.0: all zero). The cosine is taken on each array divided by its largest magnitude (it does
-    not change), so values past ~1e154 do not overflow the sums of squares, nor tiny ones underflow them."""
+    """Set ``row.finite_cosine`` and ``row.finite_max_abs_error`` from finite float64 arrays; return their L2
+    norms, 0.0 for an array msaccucmp counts as all zero (norm <= float64 eps; both at most sqrt(eps): cosine 1,
+    as msaccucmp takes them). The norms and the cosine are taken on each array divided by its largest magnitude
+    (the cosine does not change), so values past ~1e154 do not overflow the sums of squares."""
     with np.errstate(over="ignore"):   # a difference past float64's range is inf, as it is
         row.finite_max_abs_error = float(np.max(np.abs(a - b)))
     sa, sb = float(np.max(np.abs(a))), float(np.max(np.abs(b)))
-    if sa == sb == 0:
+    a, b = (a / sa if sa else a), (b / sb if sb else b)
+    na, nb = sa * float(np.linalg.norm(a)), sb * float(np.linalg.norm(b))
+    if na <= _SQRT_EPS and nb < _SQRT_EPS:   # msaccucmp: both sums of squares at most eps
         row.finite_cosine = 1.0
-    elif sa == 0 or sb == 0:
-        row.finite_cosine = 0.0
-    else:
-        a, b = a / sa, b / sb
-        row.finite_cosine = float(a @ b) / (float(np.linalg.norm(a)) * float(np.linalg.norm(b)))
-    return sa, sb
+        return 0.0, 0.0
+    na, nb = (0.0 if na <= FLOAT_EPSILON else na), (0.0 if nb <= FLOAT_EPSILON else nb)
+    row.finite_cosine = float(a @ b) / (float(np.linalg.norm(a)) * float(np.linalg.norm(b))) if na and nb else 0.0
+    return na, nb
 
 
 def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
@@ -622,10 +625,14 @@ def _count_nonfinite(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
             row.note = nonfinite_note(row.nonfinite, None)
             return
         a, b = x[finite], y[finite]
+    if a.dtype.kind == "c" or b.dtype.kind == "c":   # complex: its real and imaginary parts, as one real vector
+        a, b = (np.concatenate([v.real, v.imag]) if v.dtype.kind == "c" else np.concatenate([v, np.zeros_like(v)])
+                for v in (a, b))
     na, nb = _finite_cosine(row, a.astype(np.float64), b.astype(np.float64))
     zero = "mine" if na == 0 else "golden" if nb == 0 else None
-    if all_finite and na and nb:   # no NaN/Inf and no zero tensor: the sums of squares overflowed
-        row.note = f"values past float64's range for sums of squares: cosine {row.finite_cosine:.6f} on scaled values"
+    if all_finite and na and nb:   # no NaN/Inf and no zero tensor: msaccucmp's float32 sums of squares overflowed
+        row.note = (f"values past float32's range for msaccucmp's sums of squares: cosine in float64 "
+                    f"{row.finite_cosine:.6f}")
         return
     row.note = nonfinite_note(0, row.finite_cosine, zero if all_finite and na != nb else None)
 
