@@ -626,6 +626,10 @@ def test_rerunning_a_finished_run_leaves_a_production_file_another_run_wrote_sin
     assert any(n.startswith(f"{out} changed since this run wrote it") for n in res.run_json["notes"])
     # the result still records this run's own file (by digest), so its report does not take the other for it
     assert res.run_json["switch_file_sha256"] != hashlib.sha256(theirs.encode()).hexdigest()
+    # the same file spelled another way is the same file
+    (tmp_path / "sub").mkdir()
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", output=tmp_path / "sub" / ".." / "prod.cfg").run()
+    assert out.read_text() == theirs and sorted(tmp_path.glob("prod.cfg.bak*")) == backups
     # the file as this run wrote it (unchanged since) is simply kept
     target.env["T_FAULTY"] = RULES[2]
     again = session(target, tmp_path / "other", metric=r"loss ([0-9.]+)", output=out).run()

@@ -1780,7 +1780,7 @@ class Session:
             except (OSError, UnicodeDecodeError):
                 same = False
             previous = previous_production(self.workdir)
-            if not same and previous is not None and previous[1] is False and previous[0].absolute() == target:
+            if not same and previous is not None and previous[1] is False and _same_file(previous[0], target):
                 # this run wrote it before (a rerun of a finished command) and another run (or an edit) has
                 # replaced it since: putting the older file back would undo that
                 self.notes.append(f"{target} changed since this run wrote it (another run's production file, or an "
@@ -1823,6 +1823,14 @@ class Session:
                 self.notes.append(f"the verification run with the production switch file was "
                                   f"{verify.outcome.upper()}" + (f" ({verify.reason})" if verify.reason else ""))
         return target, verify
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name one file, however spelled (``..``, symbolic links)."""
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):
+        return a.absolute() == b.absolute()
 
 
 def _jsonable(obj):
