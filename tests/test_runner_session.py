@@ -377,6 +377,10 @@ def test_check_oracle_exit_codes(target, tmp_path):
         s.run()
     assert Journal(tmp_path / "w128" / "journal.jsonl").load()[0]["event"] == "start"
     ran = len(target.calls()) - calls
+    from fusebisect.cli.app import main
+    assert main(["report", str(tmp_path / "w128"), "--markdown", str(tmp_path / "r.md")]) == 1   # no verdict yet
+    md = " ".join((tmp_path / "r.md").read_text().split())
+    assert "stopped while a --check ran" in md and "the resume checks it again, without running the job" in md
     # the check fixed, the same command resumes: the run whose check aborted is checked again, its job (which
     # had finished: a training run) is not run again
     target.env["T_CHECK_BAD_CODE"] = "1"

@@ -157,7 +157,8 @@ def load_run_view(workdir: str | Path) -> RunView:
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
     _rebase(view, workdir.absolute())
     _own_production(view, workdir.absolute())
-    view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials])
+    view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials],
+                                  [int(ev.get("index") or 0) for ev in records if ev.get("event") == "executed"])
     view.holder = holder
     last = max((t.number for t in view.trials), default=0)
     if holder is not None or any(u["index"] > last for u in view.unjudged):
@@ -266,11 +267,11 @@ def execution_facts(view: RunView) -> tuple[str, str]:
     result = view.result or {}
     executions = result.get("executions", len(view.trials))
     bound = result.get("bound") if result.get("culprits") else None   # (the target of the culprit sets found)
-    gaps = [str(u.get("index")) for u in view.unjudged]
+    from fusebisect.runner.result import unjudged_text
+
+    gaps = unjudged_text(view.unjudged, view.holder is not None)
     return (f"{executions} executions" + (f" (run-count target {bound})" if bound else "")
-            + (f"; not counted: run{'s' if len(gaps) > 1 else ''} {', '.join(gaps)}, started but not judged "
-               f"({'still running, or interrupted' if view.holder is not None else 'interrupted'})" if gaps else ""),
-            f"{len(view.candidates)} candidate rules")
+            + (f"; {gaps}" if gaps else ""), f"{len(view.candidates)} candidate rules")
 
 
 def unfinished_text(view: RunView) -> str:
@@ -278,6 +279,9 @@ def unfinished_text(view: RunView) -> str:
     interrupted."""
     if view.holder is not None:
         return f"{still_going(view.holder)}."
+    if view.unjudged and all(u.get("job_finished") for u in view.unjudged):
+        return "stopped while a --check ran (it exited outside 0-127, or was interrupted): rerun the same command to "\
+               "resume."
     return "interrupted: rerun the same command to resume."
 
 

@@ -79,13 +79,30 @@ def trial_row(rec: "TrialRecord") -> dict[str, Any]:
             **({"final": True} if rec.final else {})}
 
 
-def unjudged_runs(workdir: Path, judged: Sequence[int]) -> list[dict[str, Any]]:
+def unjudged_runs(workdir: Path, judged: Sequence[int], finished: Sequence[int] = ()) -> list[dict[str, Any]]:
     """The runs that started (their trial dir is kept) but have no verdict: interrupted (Ctrl-C, SIGTERM, kill -9)
-    before they ended, or still running. Their numbers are the gaps in the trials' numbering; they do not count
-    in ``executions``."""
-    done = set(judged)
+    before they ended, or still running, or stopped by their --check. Their numbers are the gaps in the trials'
+    numbering; they do not count in ``executions``. ``finished``: the runs whose job ran to its end before the
+    check was stopped (journal ``executed`` events; ``job_finished`` true: a resume checks them again)."""
+    done, ended = set(judged), set(finished)
     trials = Path(workdir).absolute() / "trials"   # absolute, like trials[].trial_dir
-    return [{"index": i, "trial_dir": str(path)} for i, path in numbered_trial_dirs(trials).items() if i not in done]
+    return [{"index": i, "trial_dir": str(path), **({"job_finished": True} if i in ended else {})}
+            for i, path in numbered_trial_dirs(trials).items() if i not in done]
+
+
+def unjudged_text(unjudged: Sequence[dict], running: bool) -> str:
+    """"not counted: run N, started but not judged (why)" for the reports; '' when there is none."""
+    if not unjudged:
+        return ""
+    numbers = ", ".join(str(u.get("index")) for u in unjudged)
+    if all(u.get("job_finished") for u in unjudged):
+        why = ("its job finished but its --check was stopped; the resume checks it again, without running the job"
+               if len(unjudged) == 1 else
+               "their jobs finished but their checks were stopped; the resume checks them again, without running "
+               "the jobs")
+    else:
+        why = "still running, or interrupted" if running else "interrupted"
+    return f"not counted: run{'' if len(unjudged) == 1 else 's'} {numbers}, started but not judged ({why})"
 
 
 def restate_runs(message: str, said: int, searched: int, final: int) -> str:
@@ -153,7 +170,8 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         "verify": None if verify is None else {"outcome": verify.outcome, "reason": verify.reason,
                                                "trial_dir": str(verify.paths.trial_dir)},
         "trials": [trial_row(r) for r in sorted(session.records, key=lambda r: r.index)],
-        "unjudged": unjudged_runs(session.workdir, [r.index for r in session.records]),
+        "unjudged": unjudged_runs(session.workdir, [r.index for r in session.records],
+                                  session.rechecked_runs),
         "repro": repro,
         "excluded": list(session.excluded),
         # the search's own notes (a mode switch, a culprit named without its run, ...) first, then the runner's
@@ -207,9 +225,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
                   + f"; candidates: {j['candidates']}")
     unjudged = j.get("unjudged") or []
     if unjudged:
-        why = "still running, or interrupted" if j.get("running_pid") is not None else "interrupted"
-        console.print(f"not counted: run{'' if len(unjudged) == 1 else 's'} "
-                      f"{', '.join(str(u['index']) for u in unjudged)}, started but not judged ({why}); output in "
+        console.print(f"{unjudged_text(unjudged, j.get('running_pid') is not None)}; output in "
                       + ", ".join(u["trial_dir"] for u in unjudged), soft_wrap=True)
     if j["excluded"]:
         console.print("excluded: " + ", ".join(f"{e['rule']} ({e['reason']})" for e in j["excluded"][:10])

@@ -874,6 +874,11 @@ class Session:
     def executed(self) -> int:
         return len(self.records)
 
+    @property
+    def rechecked_runs(self) -> list[int]:
+        """The runs whose job finished but whose --check was stopped, not judged yet (a resume checks them)."""
+        return sorted(r.index for r in self._rechecks.values())
+
     def run_one(self, off: frozenset[str], role: str, on: frozenset[str] = frozenset(),
                 final: bool = False) -> TrialRecord:
         """Run, judge and journal one configuration in this thread. Raises Interrupted, RunAborted."""
