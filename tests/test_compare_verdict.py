@@ -384,6 +384,18 @@ def test_a_tensor_without_an_element_finite_on_both_sides_has_no_verdict(tmp_pat
     assert "none of the 2 tensors could be" in captured.err and "No divergence" not in captured.out
 
 
+def test_the_divergence_panel_counts_tensors_not_judged(tmp_path, capsys):
+    """A divergence elsewhere: the panel says how many tensors were compared but not judged, as the summary of
+    a compare without divergence does."""
+    nan = np.full_like(X, np.nan)
+    for side, diverging in (("my", -X), ("gold", X)):
+        _dump(tmp_path / side, "a", diverging, same_input=False)
+        _dump(tmp_path / side, "b", nan, k=1, same_input=False)
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold")]) == 1
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "first divergent op: a" in out and "2 of 4 tensors compared but not judged (see the reason column)" in out
+
+
 def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
     """A fused op that wrote zeros has msaccucmp cosine NaN ("All the data is zero"): no threshold catches a NaN,
     so the verdict takes cosine 0 for it. Zeros on both sides are the same tensor (msaccucmp's cosine 1)."""

@@ -74,8 +74,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         table.add_row(str(row.index), row.my_op, row.tensor, golden, _num(row.cosine), _num(row.max_abs_error),
                       (row.fail_reason or row.note)[:80], style=style)
     console.print(table)
+    unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
     if fd is None:
-        unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
         compared = len(report.rows) - skipped - unjudged
         if compared:
             text = (f"No divergence: every cosine >= {cosine}"
@@ -91,7 +91,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         else:
             text = f"Nothing compared: none of the {skipped} tensors could be compared (see the reason column)"
         console.print(Panel(text + f"; {len(report.unmatched)} unmatched.", title="summary",
-                            style="yellow" if skipped else "green"))
+                            style="yellow" if skipped or unjudged else "green"))
         return
     lines = [f"first divergent op: [bold]{escape(fd['op'])}[/bold]  tensor {escape(fd['tensor'])}",
              f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}"
@@ -101,8 +101,11 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
              f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
     if (origin := origin_text(fd)) is not None:
         lines.insert(2, escape(origin))
-    if skipped:
-        lines.append(f"{skipped} of {len(report.rows)} tensors could not be compared (see the reason column)")
+    if skipped or unjudged:
+        lines.append("; ".join(part for part in (
+            f"{skipped} of {len(report.rows)} tensors could not be compared" if skipped else "",
+            f"{unjudged}{'' if skipped else f' of {len(report.rows)} tensors'} compared but not judged" if unjudged
+            else "") if part) + " (see the reason column)")
     if suspects := suspect_rules(fd):
         from fusebisect.rules.catalog import default_catalog
 
