@@ -114,3 +114,23 @@ def test_a_golden_directory_of_several_steps_is_said(runs, capsys):
     rc, doc = _json(capsys, str(_leaf(runs / "f" / "dump", 0)), str(runs / "golden"), "--my-graph",
                     str(runs / "f" / "graph"))
     assert any("holds several dumps of" in n and "the newest of each was compared" in n for n in doc["notes"])
+    # --iteration earliest takes the earliest golden of each output too: step 0 against step 0, where the faulty
+    # rule's op diverges first (the newest golden made the input x the first divergence)
+    rc, doc = _json(capsys, str(runs / "f" / "dump"), str(runs / "golden"), "--my-graph", str(runs / "f" / "graph"),
+                    "--iteration", "earliest")
+    assert rc == 1 and doc["first_divergence"]["op"] == "ce_LogSoftmaxV2", doc["first_divergence"]
+    assert any("the earliest (--iteration earliest) of each was compared" in n for n in doc["notes"])
+
+
+def test_no_drift_note_when_the_earliest_step_was_the_one_compared(runs, capsys, tmp_path):
+    """My side holds steps 0 and 2, the golden only step 0: step 0 is compared (the only one both have), so the
+    note advising --iteration earliest would send the user to rerun for nothing."""
+    import shutil
+
+    golden = tmp_path / "u"
+    shutil.copytree(runs / "u" / "dump", golden)
+    shutil.rmtree(_leaf(golden, 2))
+    rc, doc = _json(capsys, str(runs / "f" / "dump"), str(golden), "--my-graph", str(runs / "f" / "graph"),
+                    "--golden-graph", str(runs / "u" / "graph"))
+    assert rc == 1 and doc["first_divergence"]["op"] == "ce_LogSoftmaxV2"
+    assert not any("--iteration earliest" in n for n in doc["notes"]), doc["notes"]

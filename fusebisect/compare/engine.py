@@ -193,7 +193,12 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     golden_tree = None if golden_npy else scan_dumps(golden_path)
     iterations = {e.iteration for e in my_tree.entries}
     my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
-    if leaf == "latest" and my_graph is not None and not golden_npy and len(iterations) > 1:
+    def step(it: str | None) -> tuple:   # iteration dirs are numbers ("10" after "9")
+        return (0, int(it), "") if it and it.isdigit() else (1, 0, it or "")
+
+    compared_first = (min(map(step, {e.iteration for e in my_tree.entries}), default=None)
+                      == min(map(step, iterations), default=None))
+    if leaf == "latest" and my_graph is not None and not golden_npy and len(iterations) > 1 and not compared_first:
         # fused vs unfused: a later step ran on weights a faulty fusion has already drifted, so its first
         # divergence is wherever the drift shows first, not the fusion's own op
         leaf_notes.append("fused vs unfused over several steps: the later ones ran on weights a faulty fusion has "
@@ -204,11 +209,12 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise DumpFormatError(f"no op dump files found in {my_path}")
     if golden_tree is None:
         repeated: list[tuple[str, int]] = []
-        golden_index = mp.index_golden(scan_golden(golden_path, repeated))
+        golden_index = mp.index_golden(scan_golden(golden_path, repeated, earliest=leaf == "earliest"))
         if repeated:
             again, again_index = repeated[0]
+            which = "earliest (--iteration earliest)" if leaf == "earliest" else "newest"
             leaf_notes.append(f"the golden in {golden_path} holds several dumps of {len(repeated)} output(s) (e.g. "
-                              f"{again} output {again_index}: several steps?): the newest of each was compared; "
+                              f"{again} output {again_index}: several steps?): the {which} of each was compared; "
                               "give a directory of the one step your dump is")
     else:
         golden_index = mp.index_tree(golden_tree, graph=with_graph, direct=ffts_direct)

@@ -302,11 +302,12 @@ def _missing_reason(path: Path) -> str:
     return missing_reason(path)
 
 
-def scan_golden(path: str | os.PathLike[str], repeated: list | None = None) -> dict[tuple[str, int], GoldenEntry]:
+def scan_golden(path: str | os.PathLike[str], repeated: list | None = None, *,
+                earliest: bool = False) -> dict[tuple[str, int], GoldenEntry]:
     """Return ``{(op_name, output_index): GoldenEntry}`` for golden .npy files under ``path`` (recursive).
 
-    When one output was dumped several times the newest timestamp wins (``repeated``, when given, receives the
-    key of each such output once). Raises DumpFormatError if ``path``
+    When one output was dumped several times the newest timestamp wins, or with ``earliest`` the oldest
+    (``repeated``, when given, receives the key of each such output once). Raises DumpFormatError if ``path``
     does not exist, or when golden files lie in several directories (iterations, devices): their tensors are
     different data, never one pool.
     """
@@ -332,7 +333,8 @@ def scan_golden(path: str | os.PathLike[str], repeated: list | None = None) -> d
         key = (entry.op_name, entry.output_index)
         if key in found and repeated is not None and key not in repeated:
             repeated.append(key)
-        if key not in found or entry.timestamp > found[key].timestamp:
+        if key not in found or (entry.timestamp < found[key].timestamp if earliest
+                                else entry.timestamp > found[key].timestamp):
             found[key] = entry
     return found
 
