@@ -122,6 +122,21 @@ def test_a_golden_directory_of_several_steps_is_said(runs, capsys):
     assert any("the earliest (--iteration earliest) of each was compared" in n for n in doc["notes"])
 
 
+def test_a_graph_of_another_build_with_the_same_op_names_is_said(runs, capsys, tmp_path):
+    """My graph from a build without MatMulBiasAddFusionPass: fc1_MatMul is there too (unfused, 2 inputs), but
+    the dump's fused op has 3. The op names all match, so only the inputs tell the graph is another build's."""
+    assert main(["-q", "cfg", "off", "MatMulBiasAddFusionPass", "--out", str(tmp_path / "mb.cfg")]) == 0
+    _train(tmp_path, "other", "--faulty", "LogSoftmaxFusionPass", "--fusion-switch-file", str(tmp_path / "mb.cfg"))
+    rc, doc = _json(capsys, str(_leaf(runs / "f" / "dump", 0)), str(_leaf(runs / "u" / "dump", 0)), "--my-graph",
+                    str(tmp_path / "other" / "graph"), "--golden-graph", str(runs / "u" / "graph"))
+    assert any(n.startswith("2 op dump(s) have more inputs than their op in the graph given for my side (first: "
+                            "fc1_MatMul)") for n in doc["notes"]), doc["notes"]
+    # the graph of the dump's own build: no such note
+    rc, doc = _json(capsys, str(_leaf(runs / "f" / "dump", 0)), str(_leaf(runs / "u" / "dump", 0)), "--my-graph",
+                    str(runs / "f" / "graph"), "--golden-graph", str(runs / "u" / "graph"))
+    assert not any("more inputs than their op" in n for n in doc["notes"])
+
+
 def test_no_drift_note_when_the_earliest_step_was_the_one_compared(runs, capsys, tmp_path):
     """My side holds steps 0 and 2, the golden only step 0: step 0 is compared (the only one both have), so the
     note advising --iteration earliest would send the user to rerun for nothing."""

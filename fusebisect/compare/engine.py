@@ -266,6 +266,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     rows.sort(key=lambda r: r.index)     # msaccucmp sorts its CSV by Index (stable)
     if ctx.rule is not None and ctx.my_address != ctx.golden_address:
         _ffts_inputs_from_producers(rows)
+    extra = list(dict.fromkeys(r.my_op for r in rows if "for the operator list." in r.fail_reason))
+    if extra:   # an op whose dump has more inputs than its graph op: the graph is another build's
+        ctx.notes.append(f"{len(extra)} op dump(s) have more inputs than their op in the graph given for my side "
+                         f"(first: {extra[0]}): is the graph the one of this dump? (a fused op of another build "
+                         "compares against what its unfused op computed)")
     notes = list(dict.fromkeys(my_index.notes + golden_index.notes + ctx.notes))
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
     report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
