@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -119,10 +120,12 @@ def probe_writable(directory: Path, flag: str) -> None:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; return the path. Raises OSError on I/O failure.
 
-    A symbolic link is followed: its target is replaced and the link stays. A path that is not a regular file
-    (``/dev/null``, a FIFO) is written into as it is: replacing it would turn a device into a plain file. So is
-    a stream named through ``/dev`` or ``/proc`` (``/dev/stdout`` redirected to a file): replacing the file behind
-    it would leave the shell writing into an unlinked one; it is appended to, never truncated."""
+    A symbolic link is followed: its target is replaced and the link stays; the directory is the one the
+    kernel finds (``link/..`` is the link target's parent). A path that is not a regular file (``/dev/null``, a
+    FIFO) is written into as it is: replacing it would turn a device into a plain file. So is another process's
+    descriptor named through ``/proc/PID/fd/N`` (a stream redirected to a file): replacing the file behind it
+    would leave that process writing into an unlinked one; it is appended to, never truncated. Files on a
+    filesystem mounted under ``/dev`` (``/dev/shm``) are plain files, replaced like any other."""
     path = Path(path)
     fd = _stream_fd(path)
     if fd is not None:   # our own stdout/stderr/fd: written through that descriptor, in order with the rest
@@ -132,12 +135,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         while view:
             view = view[os.write(fd, view):]
         return path
-    if path.is_absolute() and path.parts[1:2] in (("dev",), ("proc",)) and path.exists():
+    if _FD_PATH.fullmatch(str(path)) and path.exists():
         with open(path, "ab") as handle:
             handle.write(data)
         return path
     if path.is_symlink():
         path = path.resolve()
+    else:   # the kernel resolves "link/.." through the link; the temporary file must go where it goes
+        path = path.parent.resolve() / path.name
     if path.is_dir():   # else the error would name the temporary file
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(path))
     if path.exists() and not path.is_file():
@@ -171,6 +176,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
                           str(path)) from None
         raise
     return path
+
+
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/[^/]+/fd)/\d+")   # a path naming a process's open descriptor
 
 
 def _stream_fd(path: Path) -> int | None:

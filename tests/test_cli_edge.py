@@ -5,7 +5,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from fusebisect import __version__
 from fusebisect.cli.app import main
@@ -133,6 +136,39 @@ def test_an_output_to_dev_stdout_writes_into_the_stream_not_over_the_file_behind
     with open(out, "wb") as handle:
         subprocess.run([sys.executable, "-c", code], stdout=handle, check=True)
     assert out.read_text().split() == ["before", "csv", "after"]
+
+
+def test_an_output_through_another_process_descriptor_is_appended_and_files_under_dev_are_replaced(tmp_path):
+    """/proc/PID/fd/N names a stream another process writes (its output redirected to a file): appended to.
+    A plain file on a filesystem mounted under /dev (/dev/shm, the usual fast scratch) is replaced like any
+    other: it was appended to, so a rewritten switch file held two JSON documents."""
+    out = tmp_path / "log.txt"
+    with open(out, "wb") as handle:
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdout=handle)
+    try:
+        out.write_bytes(b"theirs\n")
+        atomic_write_bytes(f"/proc/{proc.pid}/fd/1", b"ours\n")
+        assert out.read_bytes() == b"theirs\nours\n"
+    finally:
+        proc.kill()
+        proc.wait()
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        pytest.skip("no writable /dev/shm on this machine")
+    target = Path(tempfile.mkdtemp(dir=shm)) / "x.cfg"
+    try:
+        atomic_write_text(target, "one")
+        atomic_write_text(target, "two")
+        assert target.read_text() == "two"
+    finally:
+        shutil.rmtree(target.parent)
+
+
+def test_an_output_path_through_a_link_and_dotdot_is_written_where_the_kernel_resolves_it(tmp_path):
+    (tmp_path / "real" / "deeper").mkdir(parents=True)
+    (tmp_path / "lnk").symlink_to(tmp_path / "real" / "deeper")
+    atomic_write_text(tmp_path / "lnk" / ".." / "sub" / "x.cfg", "data")   # the kernel: real/sub/x.cfg
+    assert (tmp_path / "real" / "sub" / "x.cfg").read_text() == "data" and not (tmp_path / "sub").exists()
 
 
 def test_json_output_stays_valid_with_names_that_are_not_unicode(tmp_path, capsys):
