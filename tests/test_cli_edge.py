@@ -171,6 +171,23 @@ def test_an_output_path_through_a_link_and_dotdot_is_written_where_the_kernel_re
     assert (tmp_path / "real" / "sub" / "x.cfg").read_text() == "data" and not (tmp_path / "sub").exists()
 
 
+def test_a_stdout_in_latin1_or_closed_is_no_internal_error(tmp_path):
+    """Rich truncates cells with "…", which Latin-1 lacks: it was an internal error (exit 3) after a whole run.
+    The JSON stays exact (escaped); with stdout closed (>&-) --json writes nothing, as the tables do."""
+    env = {**os.environ, "PYTHONIOENCODING": "latin-1", "COLUMNS": "40"}
+    res = subprocess.run([sys.executable, "-m", "fusebisect", "rules", "list"], capture_output=True, env=env)
+    assert res.returncode == 0 and b"internal error" not in res.stderr and b"LayerNormFusionPass" in res.stdout
+    cfg = tmp_path / "\u878d\u5408.cfg"   # a Chinese name: \u-escaped in the JSON, not "?"
+    cfg.write_text('{"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}', encoding="utf-8")
+    res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "effective", str(cfg), "--json"],
+                         capture_output=True, env=env)
+    assert res.returncode == 0 and json.loads(res.stdout)["file"] == str(cfg)
+    res = subprocess.run([sys.executable, "-m", "fusebisect", "rules", "list", "--json"], capture_output=True,
+                         stdout=None, stdin=subprocess.DEVNULL, env=env, pass_fds=(), close_fds=True,
+                         preexec_fn=lambda: os.close(1))
+    assert res.returncode == 0 and b"internal error" not in res.stderr
+
+
 def test_json_output_stays_valid_with_names_that_are_not_unicode(tmp_path, capsys):
     bad = tmp_path / "surr.cfg"
     bad.write_text('{"Switch":{"GraphFusion":{"\\\\ud800":"off"}}}', encoding="utf-8")

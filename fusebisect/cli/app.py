@@ -8,6 +8,7 @@ traceback). Exit codes: 0 success/clean, 1 "found something" (divergence, overfl
 
 from __future__ import annotations
 
+import codecs
 import importlib
 import pkgutil
 import signal
@@ -73,6 +74,23 @@ def _register_commands() -> None:
 _register_commands()
 
 
+_STDOUT_ERRORS = "fusebisect-stdout"
+
+
+def _stdout_errors(exc: UnicodeError):
+    """The stdout error handler: a lone surrogate (a file name's non-UTF-8 byte) is written back as that byte, any
+    other character the encoding lacks as "?"."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start:exc.end]
+    if all("\udc80" <= c <= "\udcff" for c in chunk):
+        return bytes(ord(c) - 0xDC00 for c in chunk), exc.end
+    return "?" * len(chunk), exc.end
+
+
+codecs.register_error(_STDOUT_ERRORS, _stdout_errors)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code (also used by tests, which call it in-process)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -89,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
 
         Console.on_broken_pipe = PipeConsole.on_broken_pipe  # type: ignore[method-assign]
         # A file name's non-UTF-8 byte is a lone surrogate in Python: print it back as that byte (stdout, as ls
-        # does) or as its escape (stderr), not as an internal error, whatever the locale made the streams.
-        for stream, errors in ((sys.stdout, "surrogateescape"), (sys.stderr, "backslashreplace")):
-            if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        # does) or as its escape (stderr), not as an internal error, whatever the locale made the streams; a
+        # character the stream's encoding lacks (rich's "…" under Latin-1 or ASCII) becomes "?" on stdout.
+        for stream, errors in ((sys.stdout, _STDOUT_ERRORS), (sys.stderr, "backslashreplace")):
+            if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors=errors)
     handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     try:

@@ -61,16 +61,18 @@ def print_json(obj: Any) -> None:
     written as \\u escapes, so the document stays parseable."""
     doc = to_jsonable(obj)
     text = json.dumps(doc, indent=2, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    try:   # (stdout in Latin-1 or ASCII: escaped, never "?" for a name)
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
         text = json.dumps(doc, indent=2, ensure_ascii=True)
     write_out(text + "\n")
 
 
 def write_out(text: str) -> None:
     """Write ``text`` to stdout as it is; a reader that closed the pipe (``| head``) ends the command as SIGPIPE
-    would (exit 141)."""
+    would (exit 141). With stdout closed (``>&-``) nothing is written, as for the other output."""
+    if sys.stdout is None:
+        return
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
