@@ -281,6 +281,23 @@ def test_a_rule_the_catalog_does_not_know_is_kept_with_allow_unknown_rules(targe
     assert RULES[0] + " is not" not in err
 
 
+def test_the_repro_commands_run_a_job_whose_path_holds_an_equals_sign(target, tmp_path):
+    """A Hydra-style run directory ('lr=0.1/train.sh'): `env VAR=... ./lr=0.1/train.sh` would take the
+    command for one more assignment, print the environment and run nothing."""
+    wrapper = tmp_path / "lr=0.1" / "train.sh"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{target.script}" "$@"\n')
+    wrapper.chmod(0o755)
+    target.env["T_FAULTY"] = RULES[3]
+    res = session(target, tmp_path, metric=r"loss ([0-9.]+)", command=[str(wrapper)]).run()
+    assert res.run_json["status"] == "found"
+    calls = len(target.calls())
+    proc = subprocess.run(res.run_json["repro"]["bad"], env={**target.env, "PATH": os.environ["PATH"]},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "loss 0.9000" in proc.stdout, proc.stdout[-300:]
+    assert len(target.calls()) == calls + 1
+
+
 def test_invalid_rule_name_is_a_usage_error(target, tmp_path):
     with pytest.raises(UsageError, match="invalid rule name"):
         session(target, tmp_path, rules="Good,bad name").run()

@@ -37,7 +37,10 @@ def repro_argv(session: "Session", off: frozenset[str], side: str, device: str |
     for d in (paths.trial_dir, paths.dump_dir, *([paths.graph_dir] if session.opts.graph_dump else [])):
         d.mkdir(parents=True, exist_ok=True)
     env = trial_env({}, paths, graph_dump=session.opts.graph_dump, device=device)
-    return ["env", *(f"{k}={v}" for k, v in env.items()), *substitute(session.opts.command, paths)]
+    argv = substitute(session.opts.command, paths)
+    if "=" in argv[0]:   # env would read "./lr=0.1/train.sh" as one more assignment: run it through exec
+        argv = ["sh", "-c", 'exec "$@"', "sh", *argv]
+    return ["env", *(f"{k}={v}" for k, v in env.items()), *argv]
 
 
 def dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:
