@@ -107,6 +107,16 @@ def test_dumps_oracle_and_prior(capsys, tmp_path):
     assert dumps and dumps[0]["first_divergence"] and dumps[0]["rows"]
 
 
+def test_dumps_and_metric_together_judge_the_baseline_once_the_reference_ran(capsys, tmp_path):
+    """Both oracles wait for the reference: the baseline was left 'unknown' and run a second time."""
+    rc, j, err = _run(capsys, "--dumps", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "LayerNormFusionPass", "--dump-step", "0", "--steps", "2")
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["LayerNormFusionPass"]], err
+    assert j["trials"][0]["role"] == "baseline" and j["trials"][0]["outcome"] == "bad"
+    configs = [tuple(t["config_off"]) for t in j["trials"] if not t.get("final")]
+    assert len(configs) == len(set(configs)), configs
+
+
 def test_a_first_divergence_no_switch_can_reach_is_not_blamed_on_the_culprit_found(capsys, tmp_path):
     """The fault is in a pass that cannot be switched off (AReduceMeanFusionPass): every run, the reference too,
     has it. Under --dumps the first divergent op names it; the switchable rule the search lands on only changes

@@ -218,6 +218,11 @@ def test_check_codes_and_abort():
     assert j.judge(m(exit_code=None, timed_out=True), reference=None, is_reference=False).reason == "timeout"
 
 
+def test_two_oracles_waiting_for_the_reference_are_one_pending_verdict():
+    v = combine([Verdict(UNKNOWN, PENDING), Verdict(UNKNOWN, PENDING)])
+    assert v.outcome == UNKNOWN and v.reason == PENDING
+
+
 def test_combination_invalid_beats_bad_beats_good():
     assert combine([Verdict(GOOD), Verdict(BAD, "b")]).outcome == BAD
     assert combine([Verdict(BAD, "b"), Verdict(INVALID, "i")]).reason == "i"

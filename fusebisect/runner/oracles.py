@@ -405,7 +405,9 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
         hits = [v for v in verdicts if v.outcome == outcome]
         if hits:
             dumps = next((v.dumps for v in verdicts if v.dumps is not None), None)
-            return Verdict(outcome, "; ".join(v.reason for v in hits if v.reason), dumps)
+            # (one reason said once: two oracles waiting for the reference are one PENDING, which a run's
+            # record is recognised by when the reference comes)
+            return Verdict(outcome, "; ".join(dict.fromkeys(v.reason for v in hits if v.reason)), dumps)
     dumps = next((v.dumps for v in verdicts if v.dumps is not None), None)
     return Verdict(GOOD, "; ".join(v.reason for v in verdicts if v.reason and v.reason != "reference"), dumps)
 
