@@ -10,7 +10,7 @@ import pytest
 from fusebisect.errors import UsageError
 from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, RunAborted,
                                        Verdict, close, combine, compile_metric, exit_code_verdict, parse_check,
-                                       parse_metric)
+                                       parse_metric, rank_prior)
 from fusebisect.runner.trial import ExecResult, TrialPaths, iter_text
 
 
@@ -216,6 +216,28 @@ def test_check_codes_and_abort():
     v = j.judge(m(exit_code=0, timed_out=True), reference=None, is_reference=False)
     assert v.outcome == INVALID and v.reason == "--check timed out"
     assert j.judge(m(exit_code=None, timed_out=True), reference=None, is_reference=False).reason == "timeout"
+
+
+def test_the_prior_puts_last_a_pass_whose_earlier_fusions_ran_clean():
+    """The first divergent op X carries passes G (generic, listed first) and S. G also fused op A, which ran
+    before X and matched the reference: S is the likelier culprit. Without such evidence, the pass fusing fewer
+    ops comes first; with none either, the op's own order stays."""
+    from types import SimpleNamespace as NS
+
+    def row(op, passes, cosine=1.0):
+        return NS(my_op=op, tensor=f"{op}:output:0", pass_names=passes, ub_pass_name=None, compared=True,
+                  judged=True, cosine=cosine, max_abs_error=0.0, nonfinite=0, finite_cosine=None,
+                  scalar_relative_error=None, metrics={})
+
+    def report(rows, first):
+        return NS(first_divergence={"op": first, "tensor": f"{first}:output:0"}, execution_order=lambda: rows)
+
+    rows = [row("A", ["G"]), row("X", ["G", "S"], cosine=0.5), row("B", ["G"], cosine=0.2)]
+    assert rank_prior(["G", "S"], report(rows, "X")) == ["S", "G"]
+    rows = [row("X", ["G", "S"], cosine=0.5), row("B", ["G"], cosine=0.2)]   # G fused more ops, none clean
+    assert rank_prior(["G", "S"], report(rows, "X")) == ["S", "G"]
+    rows = [row("X", ["G", "S"], cosine=0.5)]
+    assert rank_prior(["G", "S"], report(rows, "X")) == ["G", "S"]
 
 
 def test_two_oracles_waiting_for_the_reference_are_one_pending_verdict():

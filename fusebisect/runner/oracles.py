@@ -534,6 +534,35 @@ def divergence_pass_names(first_divergence: dict | None, report=None) -> list[st
     return list(dict.fromkeys(n for n in names if n))
 
 
+def rank_prior(rules: Sequence[str], report, *, cosine: float = 0.99, max_abs_error: float | None = None) -> list[str]:
+    """``rules`` (the first divergent op's passes) with those that fused ops which ran before it and matched the
+    reference put last, the fewer such ops the earlier: a pass whose other fusions ran clean is the less likely
+    one (a generic pass fusing into many ops lists first in the op's passes, but its fault would have shown
+    before). Among equals, the pass that fused fewer ops in all comes first (the more specific one); then the
+    op's own order."""
+    first = getattr(report, "first_divergence", None)
+    if not first or len(rules) < 2:
+        return list(rules)
+    from fusebisect.compare.engine import is_divergent
+
+    wanted = set(rules)
+    clean: dict[str, set[str]] = {r: set() for r in rules}
+    fused: dict[str, set[str]] = {r: set() for r in rules}
+    before = True
+    for row in report.execution_order():
+        passes = {*(row.pass_names or []), *([row.ub_pass_name] if row.ub_pass_name else [])} & wanted
+        for name in passes:
+            fused[name].add(row.my_op)
+        if row.my_op == first.get("op") and row.tensor == first.get("tensor"):
+            before = False
+        if not before or row.my_op == first.get("op") or not (row.compared and row.judged):
+            continue
+        if not is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
+            for name in passes:
+                clean[name].add(row.my_op)
+    return sorted(rules, key=lambda r: (len(clean[r]), len(fused[r])))
+
+
 def parse_check(value: str) -> list[str]:
     """Split a ``--check`` value into argv (shlex rules, no shell). Raises UsageError when empty or unbalanced."""
     try:

@@ -1273,7 +1273,8 @@ class Session:
             return
         summary = oracles.summarize_dumps(report)
         names = oracles.divergence_pass_names(report.first_divergence, report)
-        rules = [n for n in names if n in set(self.candidates)]
+        rules = oracles.rank_prior([n for n in names if n in set(self.candidates)], report,
+                                   cosine=self.opts.cosine, max_abs_error=self.opts.max_abs_error)
         self.dumps_event = {"event": "dumps", **summary, "prior": rules, "divergence_rules": names}
         self.journal.append(self.dumps_event)
         if rules:

@@ -50,8 +50,8 @@ spends a third run there when the culprit turns out to need a partner; keeping i
 intervals costs single culprits more on average than the pair saves in the worst case. Searches that
 follow a confirmed culprit, and partner searches, scan the last three suspects alone (1+2+3 runs against
 2+2+3 for a split): there a culprit needing a partner is rare, and k=3 gains about 0.15 runs on average,
-the pair 0.1. With a prior, its first two rules are tested alone first: a right prior answers in 4 runs,
-a wrong one costs those two runs at most.
+the pair 0.1. With a prior, its first two rules are tested alone first: a right prior answers in 4 runs
+(5 when the culprit is its second rule), a wrong one costs those two runs at most.
 
 When a third member of an interaction set would be needed, the BAD run behind it is repeated once first: a
 single wrong verdict produces the same picture. If the run that should show a rule suffices alone is
