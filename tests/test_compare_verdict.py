@@ -491,6 +491,19 @@ def test_complex_tensors_with_nan_are_judged_on_both_parts(tmp_path):
     assert rows["conj:output:0"].finite_cosine < 0.99
 
 
+def test_zeros_against_a_small_golden_diverge_and_nan_rows_keep_their_sign(tmp_path):
+    """A golden of 1e-10 values (norm 5e-10) is no zero tensor for msaccucmp (both norms must be at most
+    2.2e-16 for cosine 1): zeros against it diverge; and the elements finite on both sides of a negated tensor
+    read cosine -1 however small they are."""
+    small = X * np.float32(1e-10)
+    negated = -small
+    negated[0, 0] = small[0, 0] = np.nan
+    my, gold = _pair(tmp_path, {"z": np.zeros_like(X), "n": negated}, {"z": X * np.float32(1e-10), "n": small})
+    rows = {r.tensor: r for r in compare_dumps(my, gold).rows}
+    assert rows["z:output:0"].finite_cosine == 0.0
+    assert rows["n:output:0"].finite_cosine == pytest.approx(-1.0)
+
+
 @pytest.mark.parametrize("tiny, dtype", [(1e-170, np.float64), (1e-35, np.float32)])
 def test_a_tensor_msaccucmp_counts_as_all_zero_diverges_from_a_non_zero_golden(tmp_path, capsys, tiny, dtype):
     """msaccucmp calls a tensor whose L2 norm is at most float64 eps "All the data is zero" (cosine NaN): the
