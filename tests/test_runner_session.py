@@ -36,6 +36,7 @@ TARGET = textwrap.dedent(r'''
     ignore = set(filter(None, os.environ.get("T_IGNORE", "").split(",")))
     crash_when_off = os.environ.get("T_CRASH_OFF", "")
     crash_alone = os.environ.get("T_CRASH_ALONE", "")   # fails to compile when it is the only rule on
+    crash_small = os.environ.get("T_CRASH_SMALL", "")   # ... or on with at most one other rule
     sw = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"]
     off = {n for sec in sw.values() for n, v in sec.items() if v == "off"}
     on = [r for r in rules if r not in off or r in ignore]
@@ -55,7 +56,8 @@ TARGET = textwrap.dedent(r'''
         log.write(json.dumps({"off": sorted(off), "argv": sys.argv[1:],
                               "explicit_on": sorted(n for sec in sw.values() for n, v in sec.items() if v == "on")})
                   + "\n")
-    if crash_when_off and crash_when_off in off or crash_alone and on == [crash_alone]:
+    if crash_when_off and crash_when_off in off or crash_alone and on == [crash_alone] or \
+            crash_small and crash_small in on and len(on) <= 2:
         print("compile error", file=sys.stderr)
         sys.exit(3)
     needed = set(filter(None, os.environ.get("T_NEEDED", "").split(",")))  # bad while one of these is off
@@ -689,13 +691,17 @@ def test_fresh_in_a_copy_of_a_workdir_leaves_the_originals_production_file(targe
 
 
 def test_a_culprit_named_below_the_confidence_is_no_found(target, tmp_path):
-    """The run with only the culprit on never compiles: the engine names it with confidence 0.5 (turning it off
-    works; whether it needs a partner is unknown). That is below --confidence: inconclusive, exit 1, with the
-    switch file (verified GOOD) and the reason."""
+    """The runs with only the culprit on, and with it and one other rule, never compile: the engine names it with
+    confidence 0.5 (turning it off works; whether it needs a partner is unknown). That is below --confidence:
+    inconclusive, exit 1, with the switch file (verified GOOD) and the reason. (When only its run alone fails,
+    two BAD runs with harmless partners settle it: found.)"""
     from fusebisect.search import Search
 
     target.env["T_FAULTY"] = RULES[3]
     target.env["T_CRASH_ALONE"] = RULES[3]
+    alone = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", workdir=tmp_path / "alone").run()
+    assert alone.run_json["status"] == "found" and alone.run_json["culprits"][0]["confidence"] == 1.0
+    target.env["T_CRASH_SMALL"] = RULES[3]
     res = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run()
     j = res.run_json
     assert res.exit_code == 1 and j["status"] == "inconclusive", j["message"]

@@ -140,6 +140,7 @@ class Search:
         self._noisy_named: list[tuple[int, float]] = []
         self._noisy_top: tuple[int, float] | None = None
         self._unconfirmed: set[int] = set()
+        self._settled_alone: set[int] = set()   # rules whose run alone was INVALID but which need no partner
         self._stuck: list[int] = []
         self._phase = "gates"
         self._left = self._n
@@ -323,6 +324,7 @@ class Search:
         self._noisy_named = []
         self._noisy_top = None
         self._unconfirmed = set()
+        self._settled_alone = set()
         self._stuck = []
         self._budget_stopped = False   # set where the budget ends the search (reported in the result)
         self._advance()
@@ -492,7 +494,7 @@ class Search:
                 yield from self._test(smask & ~(1 << s), "confirm")
             v = yield from self._test(smask, "confirm", direct=True)
             if v is Outcome.INVALID:
-                self._unconfirmed.update(S)
+                self._unconfirmed.update(x for x in S if x not in self._settled_alone)
             self._found.append(S)
             first = False
             if len(self._found) >= _MAX_SETS:
@@ -626,19 +628,28 @@ class Search:
             return [r]
         if v is Outcome.INVALID:
             # Whether r suffices alone cannot be run; any GOOD superset of {r} proves it does not. Two runs of
-            # r with one other rule decide a pair (r's partner can be in at most one of them).
-            extra = [x for x in dict.fromkeys(order[lo - 1:lo] + order[lo + 1:lo + 2] + order[:1] + order[-1:])
+            # r with one other rule decide a pair (r's partner can be in at most one of them): rules of the GOOD
+            # prefix first, harmless alone, so two BAD runs with two of them show r needs no partner.
+            extra = [x for x in dict.fromkeys(order[lo - 1:lo] + order[:1] + order[lo + 1:lo + 2] + order[-1:])
                      if x != r]
-            judged = 0
+            judged, bad_with = 0, set()
             for x in extra:
                 if judged >= 2 or self._know.implied((1 << r) | F) == "good":
                     break
                 w = yield from self._test((1 << r) | (1 << x) | F, "confirm")
                 judged += w in (Outcome.GOOD, Outcome.BAD)
+                if w is Outcome.BAD and self._know.implied((1 << x) | F) == "good":
+                    bad_with.add(x)
             if self._know.implied((1 << r) | F) != "good":
-                self._unconfirmed.add(r)
-                self._notes.append(f"the run with only {self.candidates[r]} was invalid; it is named alone: "
-                                   "turning it off fixes the symptom and no run showed it needs a partner")
+                if len(bad_with) >= 2:
+                    self._settled_alone.add(r)
+                    self._notes.append(f"the run with only {self.candidates[r]} was invalid; runs of it with "
+                                       f"{' and with '.join(self.candidates[x] for x in sorted(bad_with))}, each "
+                                       "harmless alone, were both BAD, so it needs no partner")
+                else:
+                    self._unconfirmed.add(r)
+                    self._notes.append(f"the run with only {self.candidates[r]} was invalid; it is named alone: "
+                                       "turning it off fixes the symptom and no run showed it needs a partner")
                 return [r]
         if F:
             # A third member (or more) is needed: interactions that large are rare, a single wrong BAD
