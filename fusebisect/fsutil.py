@@ -129,11 +129,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     path = Path(path)
     fd = _stream_fd(path)
     if fd is not None:   # our own stdout/stderr/fd: written through that descriptor, in order with the rest
+        if fd == 1 and sys.stdout is None:   # stdout closed (>&-): nothing is written, as for the other output
+            return path
         for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as exc:   # a descriptor that is not open: named by the path asked for
+            raise OSError(exc.errno, f"cannot write it ({exc.strerror or exc})", str(path)) from None
         return path
     if _FD_PATH.fullmatch(str(path)) and path.exists():
         with open(path, "ab") as handle:

@@ -188,6 +188,30 @@ def test_a_stdout_in_latin1_or_closed_is_no_internal_error(tmp_path):
     assert res.returncode == 0 and b"internal error" not in res.stderr
 
 
+def test_closed_streams_keep_the_commands_exit_codes(tmp_path):
+    """stderr closed (2>&-): a bad input is still exit 2, not 1 (a write error on the message made it 1, the
+    'problems found' code); stdout closed with an output of /dev/stdout writes nothing; a descriptor that is not
+    open is named in the error."""
+    def closed(fd):
+        return lambda: os.close(fd)
+
+    base = [sys.executable, "-m", "fusebisect"]
+    missing = str(tmp_path / "missing.cfg")
+    res = subprocess.run([*base, "cfg", "check", missing], preexec_fn=closed(2), stdout=subprocess.DEVNULL)
+    assert res.returncode == 2
+    # as a launcher script leaves it (pyenv's shims): the closed fd 2 reused by a file opened to read
+    res = subprocess.run(["bash", "-c", 'exec 2</dev/null; exec "$@"', "bash", *base, "cfg", "check", missing],
+                         stdout=subprocess.DEVNULL)
+    assert res.returncode == 2
+    res = subprocess.run([*base, "cfg", "off", "LayerNormFusionPass", "--out", "/dev/stdout"], preexec_fn=closed(1),
+                         stderr=subprocess.PIPE)
+    assert res.returncode == 0 and b"internal error" not in res.stderr
+    res = subprocess.run([*base, "cfg", "off", "LayerNormFusionPass", "--out", "/dev/fd/7"], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and res.stderr == ("fusebisect: error: /dev/fd/7: cannot write it (Bad file "
+                                                  "descriptor)\n"), res.stderr
+
+
 def test_json_output_stays_valid_with_names_that_are_not_unicode(tmp_path, capsys):
     bad = tmp_path / "surr.cfg"
     bad.write_text('{"Switch":{"GraphFusion":{"\\\\ud800":"off"}}}', encoding="utf-8")

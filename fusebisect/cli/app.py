@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import importlib
+import os
 import pkgutil
 import signal
 import sys
@@ -91,6 +92,17 @@ def _stdout_errors(exc: UnicodeError):
 codecs.register_error(_STDOUT_ERRORS, _stdout_errors)
 
 
+def _writable(fd: int) -> bool:
+    """True when ``fd`` is open for writing (a closed stderr can be taken over by a file the launcher opened read
+    only, such as a shell script's own: writes to it fail as if it were closed)."""
+    import fcntl
+
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY
+    except OSError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code (also used by tests, which call it in-process)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -112,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         for stream, errors in ((sys.stdout, _STDOUT_ERRORS), (sys.stderr, "backslashreplace")):
             if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
                 stream.reconfigure(errors=errors)
+        if not _writable(2):   # stderr closed (2>&-): messages go nowhere, the exit code stays the command's own
+            sys.stderr = open(os.devnull, "w", encoding="utf-8")
     handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     try:
         rv = app(args=args, prog_name="fusebisect", standalone_mode=False)
