@@ -384,6 +384,19 @@ def test_a_tensor_without_an_element_finite_on_both_sides_has_no_verdict(tmp_pat
     assert "none of the 2 tensors could be" in captured.err and "No divergence" not in captured.out
 
 
+def test_the_html_verdict_counts_tensors_not_judged_as_the_terminal_does(tmp_path, capsys):
+    """An all-NaN tensor beside a clean one: the terminal says '1 not judged' in a yellow summary; the HTML
+    called the comparison clean, '2 of 2 tensors compared'."""
+    for side in ("my", "gold"):
+        _dump(tmp_path / side, "a", X, same_input=False)
+        _dump(tmp_path / side, "b", np.full_like(X, np.nan), k=1, same_input=False)
+    html = tmp_path / "c.html"
+    assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--html", str(html)]) == 0
+    text = html.read_text()
+    assert "every tensor has cosine" not in text
+    assert "2 of 4 tensors compared and judged (2 compared but not judged)" in text
+
+
 def test_the_divergence_panel_counts_tensors_not_judged(tmp_path, capsys):
     """A divergence elsewhere: the panel says how many tensors were compared but not judged, as the summary of
     a compare without divergence does."""

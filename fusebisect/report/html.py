@@ -192,6 +192,12 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     thread files). ``not_compared``: rows that could not be compared (their reason says why). Of more than
     ``max_rows`` rows the table holds those around the first divergence; ``csv``: the CSV written with all of
     them, if any. Returns the text."""
+    # (a tensor compared but not judged, as the terminal says: an integer one against a float golden, one with no
+    # element finite on both sides)
+    not_judged = sum(1 for r in rows if r.get("compared") and r.get("judged") is False)
+    judged = len(rows) - not_compared - not_judged
+    left = "; ".join(part for part in (f"{not_compared} could not be compared" if not_compared else "",
+                                       f"{not_judged} compared but not judged" if not_judged else "") if part)
     if first:
         from fusebisect.compare.engine import origin_text, suspect_rules, suspects_label
         from fusebisect.rules.catalog import default_catalog
@@ -203,13 +209,13 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
                 + (f"; {esc(origin)}" if origin else "")
                 + (f" — {esc(suspects_label(first))}: {esc(', '.join(rules))}" if rules else ""))
         body = [verdict("divergence", text)]
-    elif not_compared:
-        body = [verdict("inconclusive", f"<b>No divergence</b> among the {len(rows) - not_compared} tensors compared "
-                        f"(cosine ≥ {cosine:g}), but {not_compared} could not be compared: see their reason.")]
+    elif left:
+        body = [verdict("inconclusive", f"<b>No divergence</b> among the {judged} tensors judged "
+                        f"(cosine ≥ {cosine:g}), but {esc(left)}: see their reason.")]
     else:
         body = [verdict("clean", f"<b>No divergence</b>: every tensor has cosine ≥ {cosine:g}.")]
-    body.append(f"<p class=\"muted\">{esc(len(rows) - not_compared)} of {esc(len(rows))} tensors compared · "
-                f"mapping {esc(mode)} · "
+    body.append(f"<p class=\"muted\">{esc(judged)} of {esc(len(rows))} tensors compared and judged"
+                + (f" ({esc(left)})" if left else "") + f" · mapping {esc(mode)} · "
                 f"{esc(len(unmatched))} unmatched</p>")
     body.append(section("Cosine similarity along execution order", cosine_section(rows, first, cosine)))
     rows = list(rows)
