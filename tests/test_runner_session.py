@@ -694,13 +694,14 @@ def test_a_culprit_named_below_the_confidence_is_no_found(target, tmp_path):
     """The runs with only the culprit on, and with it and one other rule, never compile: the engine names it with
     confidence 0.5 (turning it off works; whether it needs a partner is unknown). That is below --confidence:
     inconclusive, exit 1, with the switch file (verified GOOD) and the reason. (When only its run alone fails,
-    two BAD runs with harmless partners settle it: found.)"""
+    two BAD runs with harmless partners rule out one partner, not two pairs sharing it: still inconclusive.)"""
     from fusebisect.search import Search
 
     target.env["T_FAULTY"] = RULES[3]
     target.env["T_CRASH_ALONE"] = RULES[3]
     alone = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", workdir=tmp_path / "alone").run()
-    assert alone.run_json["status"] == "found" and alone.run_json["culprits"][0]["confidence"] == 1.0
+    assert alone.run_json["status"] == "inconclusive" and alone.run_json["culprits"][0]["confidence"] == 0.5
+    assert any("unless it has one in each of them" in n for n in alone.run_json["notes"])
     target.env["T_CRASH_SMALL"] = RULES[3]
     res = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)").run()
     j = res.run_json

@@ -140,7 +140,6 @@ class Search:
         self._noisy_named: list[tuple[int, float]] = []
         self._noisy_top: tuple[int, float] | None = None
         self._unconfirmed: set[int] = set()
-        self._settled_alone: set[int] = set()   # rules whose run alone was INVALID but which need no partner
         self._stuck: list[int] = []
         self._phase = "gates"
         self._left = self._n
@@ -324,7 +323,6 @@ class Search:
         self._noisy_named = []
         self._noisy_top = None
         self._unconfirmed = set()
-        self._settled_alone = set()
         self._stuck = []
         self._budget_stopped = False   # set where the budget ends the search (reported in the result)
         self._advance()
@@ -494,7 +492,7 @@ class Search:
                 yield from self._test(smask & ~(1 << s), "confirm")
             v = yield from self._test(smask, "confirm", direct=True)
             if v is Outcome.INVALID:
-                self._unconfirmed.update(x for x in S if x not in self._settled_alone)
+                self._unconfirmed.update(S)
             self._found.append(S)
             first = False
             if len(self._found) >= _MAX_SETS:
@@ -629,7 +627,7 @@ class Search:
         if v is Outcome.INVALID:
             # Whether r suffices alone cannot be run; any GOOD superset of {r} proves it does not. Two runs of
             # r with one other rule decide a pair (r's partner can be in at most one of them): rules of the GOOD
-            # prefix first, harmless alone, so two BAD runs with two of them show r needs no partner.
+            # prefix first, harmless alone, whose runs say the most.
             extra = [x for x in dict.fromkeys(order[lo - 1:lo] + order[:1] + order[lo + 1:lo + 2] + order[-1:])
                      if x != r]
             judged, bad_with = 0, set()
@@ -641,13 +639,15 @@ class Search:
                 if w is Outcome.BAD and self._know.implied((1 << x) | F) == "good":
                     bad_with.add(x)
             if self._know.implied((1 << r) | F) != "good":
+                self._unconfirmed.add(r)
                 if len(bad_with) >= 2:
-                    self._settled_alone.add(r)
+                    # one partner is in at most one of those runs; a partner in each (two pairs sharing r) is not
+                    # ruled out, so the set stays unconfirmed
                     self._notes.append(f"the run with only {self.candidates[r]} was invalid; runs of it with "
                                        f"{' and with '.join(self.candidates[x] for x in sorted(bad_with))}, each "
-                                       "harmless alone, were both BAD, so it needs no partner")
+                                       "harmless alone, were both BAD: it needs no partner unless it has one in each "
+                                       "of them; it is named alone (turning it off fixes the symptom)")
                 else:
-                    self._unconfirmed.add(r)
                     self._notes.append(f"the run with only {self.candidates[r]} was invalid; it is named alone: "
                                        "turning it off fixes the symptom and no run showed it needs a partner")
                 return [r]
