@@ -517,7 +517,8 @@ def test_zeros_against_a_small_golden_diverge_and_nan_rows_keep_their_sign(tmp_p
     assert rows["n:output:0"].finite_cosine == pytest.approx(-1.0)
 
 
-@pytest.mark.parametrize("tiny, dtype", [(1e-170, np.float64), (1e-35, np.float32)])
+@pytest.mark.parametrize("tiny, dtype", [(1e-170, np.float64), (1e-35, np.float32), (1e-24, np.float32),
+                                         (1e-30, np.float64)])
 def test_a_tensor_msaccucmp_counts_as_all_zero_diverges_from_a_non_zero_golden(tmp_path, capsys, tiny, dtype):
     """msaccucmp calls a tensor whose L2 norm is at most float64 eps "All the data is zero" (cosine NaN): the
     verdict takes its cosine as 0 against a non-zero golden, however tiny (not zero) its values are."""

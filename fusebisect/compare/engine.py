@@ -33,7 +33,6 @@ PRIVATE_FORMATS = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "C1HWNCoC0"
 _FLOAT32_READ = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "hifloat8"}   # msaccucmp reads these as float32
 
 
-_EPS_SQUARED = FLOAT_EPSILON ** 2   # msaccucmp: "All the data is zero" when a norm's square root is <= eps
 
 @dataclass
 class CompareRow:
@@ -583,19 +582,22 @@ def _overflowed_cosine(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
 
 def _finite_cosine(row: CompareRow, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """Set ``row.finite_cosine`` and ``row.finite_max_abs_error`` from finite float64 arrays; return their L2
-    norms, 0.0 for an array msaccucmp counts as all zero. As msaccucmp's cosine: both norms at most float64 eps
-    read 1; one whose square root is at most eps is "All the data is zero" (cosine 0 for the verdict). The norms
-    and the cosine are taken on each array divided by its largest magnitude (the cosine does not change), so
-    values past ~1e154 do not overflow the sums of squares."""
+    norms, 0.0 for an array msaccucmp counts as all zero. That is decided as msaccucmp's cosine does, on float32
+    copies (whose squares underflow below ~1e-23): both norms at most float64 eps read 1; one whose square root
+    is at most eps is "All the data is zero" (cosine 0 for the verdict). The cosine itself is taken in float64 on
+    each array divided by its largest magnitude (it does not change), so values past ~1e154 do not overflow."""
     with np.errstate(over="ignore"):   # a difference past float64's range is inf, as it is
         row.finite_max_abs_error = float(np.max(np.abs(a - b)))
-    sa, sb = float(np.max(np.abs(a))), float(np.max(np.abs(b)))
-    a, b = (a / sa if sa else a), (b / sb if sb else b)
-    na, nb = sa * float(np.linalg.norm(a)), sb * float(np.linalg.norm(b))
-    if na <= FLOAT_EPSILON and nb < FLOAT_EPSILON:   # msaccucmp: both norms at most eps
+    with np.errstate(over="ignore", under="ignore"):
+        a32, b32 = a.astype(np.float32), b.astype(np.float32)
+        n32a, n32b = float(np.sqrt(np.dot(a32, a32))), float(np.sqrt(np.dot(b32, b32)))
+    if n32a <= FLOAT_EPSILON and n32b < FLOAT_EPSILON:   # msaccucmp: both norms at most eps
         row.finite_cosine = 1.0
         return 0.0, 0.0
-    na, nb = (0.0 if na <= _EPS_SQUARED else na), (0.0 if nb <= _EPS_SQUARED else nb)   # norm ** 0.5 <= eps
+    sa, sb = float(np.max(np.abs(a))), float(np.max(np.abs(b)))
+    a, b = (a / sa if sa else a), (b / sb if sb else b)
+    na = 0.0 if n32a ** 0.5 <= FLOAT_EPSILON else sa * float(np.linalg.norm(a))
+    nb = 0.0 if n32b ** 0.5 <= FLOAT_EPSILON else sb * float(np.linalg.norm(b))
     row.finite_cosine = float(a @ b) / (float(np.linalg.norm(a)) * float(np.linalg.norm(b))) if na and nb else 0.0
     return na, nb
 
