@@ -187,6 +187,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 _FD_PATH = re.compile(r"/(?:dev/fd|proc/[^/]+/fd)/\d+")   # a path naming a process's open descriptor
 
 
+def is_stream_path(path: str | os.PathLike[str]) -> bool:
+    """True for a path naming an open stream rather than a file to replace (/dev/stdout, /dev/stderr, /dev/fd/N,
+    /proc/PID/fd/N): no existing-file check or backup applies to it."""
+    return _stream_fd(Path(path)) is not None or bool(_FD_PATH.fullmatch(str(path)))
+
+
 def _stream_fd(path: Path) -> int | None:
     """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names, else None."""
     text = str(path)

@@ -188,6 +188,21 @@ def test_a_stdout_in_latin1_or_closed_is_no_internal_error(tmp_path):
     assert res.returncode == 0 and b"internal error" not in res.stderr
 
 
+def test_a_switch_file_written_to_dev_stdout_is_streamed_without_backup_or_exists_check(tmp_path):
+    """`cfg ... --out /dev/stdout >> app.txt`: --force copied the redirected file to /dev/stdout.bak; without
+    --force a fresh `> new.cfg` was refused as an existing file."""
+    out = tmp_path / "app.txt"
+    out.write_text("existing\n")
+    for extra in (["--force"], []):
+        with open(out, "ab") as handle:
+            res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "all-off", "--out", "/dev/stdout", *extra],
+                                 stdout=handle, stderr=subprocess.PIPE, text=True)
+        assert res.returncode == 0, res.stderr
+    assert not Path("/dev/stdout.bak").exists()
+    text = out.read_text()
+    assert text.startswith("existing\n") and text.count('"Switch"') == 2
+
+
 def test_closed_streams_keep_the_commands_exit_codes(tmp_path):
     """stderr closed (2>&-): a bad input is still exit 2, not 1 (a write error on the message made it 1, the
     'problems found' code); stdout closed with an output of /dev/stdout writes nothing; a descriptor that is not

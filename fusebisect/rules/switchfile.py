@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fusebisect.errors import SwitchFileError, UsageError
-from fusebisect.fsutil import atomic_write_text, not_regular
+from fusebisect.fsutil import atomic_write_text, is_stream_path, not_regular
 from fusebisect.rules.catalog import GRAPH, KINDS, UB, Catalog, normalize_kind
 
 RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -872,6 +872,8 @@ def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Pat
     text = render_switch(config)
     if p.is_dir():
         raise UsageError(f"{p}: is a directory, expected a file path for the switch file")
+    if is_stream_path(p):   # /dev/stdout and the like: written into, nothing to keep (no .bak in /dev)
+        return atomic_write_text(p, text)
     if p.exists():
         if not force:
             raise UsageError(f"{p}: already exists (use --force to replace it; the old file is kept as .bak)")
