@@ -43,7 +43,8 @@ def test_finds_the_faulty_rule_and_writes_the_production_cfg(capsys, tmp_path):
     reference = next(t["metric"] for t in j["trials"] if t["role"] == "reference")
     for side in ("good", "bad"):
         argv = j["repro"][side]
-        assert argv[0] == "env" and argv[1].startswith("FUSEBISECT_SWITCH_FILE=")
+        # in the run's own directory, wherever it is pasted (a colleague's shell, another directory)
+        assert argv[:3] == ["env", "-C", os.getcwd()] and argv[3].startswith("FUSEBISECT_SWITCH_FILE=")
         where = tmp_path / f"repro-{side}"
         where.mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FUSEBISECT_", "ASCEND_", "DUMP_"))}

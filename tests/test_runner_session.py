@@ -300,6 +300,27 @@ def test_the_repro_commands_run_a_job_whose_path_holds_an_equals_sign(target, tm
     assert len(target.calls()) == calls + 1
 
 
+def test_the_repro_commands_and_the_report_carry_the_runs_directory(target, tmp_path):
+    """A job given relative to the working directory (./train.sh): the repro commands run it there wherever they
+    are pasted, and the report's command says where it ran."""
+    from fusebisect.cli.app import main
+
+    job = tmp_path / "train.sh"
+    job.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{target.script}" "$@"\n')
+    job.chmod(0o755)
+    target.env["T_FAULTY"] = RULES[3]
+    opts = RunOptions(command=["./train.sh"], workdir=tmp_path / "w", metric=r"loss ([0-9.]+)")
+    res = Session(opts, engine_cls=FakeSearch, env=target.env, progress=Progress(quiet=True), cwd=str(tmp_path)).run()
+    assert res.run_json["status"] == "found"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = subprocess.run(res.run_json["repro"]["bad"], cwd=elsewhere, env={**target.env, "PATH": os.environ["PATH"]},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "loss 0.9000" in proc.stdout, proc.stderr
+    assert main(["report", str(tmp_path / "w"), "--markdown", str(tmp_path / "r.md")]) == 0
+    assert f"cd {tmp_path} && ./train.sh" in (tmp_path / "r.md").read_text()
+
+
 def test_invalid_rule_name_is_a_usage_error(target, tmp_path):
     with pytest.raises(UsageError, match="invalid rule name"):
         session(target, tmp_path, rules="Good,bad name").run()

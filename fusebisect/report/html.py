@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import (RunView, culprit_rows, execution_facts, production_cfg_title, trial_note,
-                                     unfinished_text)
+from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
+                                     trial_note, unfinished_text)
 from fusebisect.textutil import fmt_number
 
 _CSS = """
@@ -179,7 +179,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
         body.append(section(f"{production_cfg_title(view)} ({result.get('switch_file', '')})",
                             code_block(production_cfg)))
     if view.command:
-        body.append(section("Command", code_block(" ".join(shlex.quote(str(a)) for a in view.command))))
+        body.append(section("Command", code_block(command_line(view))))
     return page("fusebisect run report", f"status: {status}", body)
 
 

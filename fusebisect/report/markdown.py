@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import (RunView, culprit_rows, execution_facts, production_cfg_title, trial_note,
-                                     unfinished_text)
+from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
+                                     trial_note, unfinished_text)
 
 
 def _cell(value) -> str:
@@ -77,5 +77,5 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
                       ", ".join(first.get("pass_names") or []) or None, first.get("ub_pass_name"),
                       ", ".join(first.get("ground_truth") or []) or None)) + " |", ""]
     if view.command:
-        lines += ["## Command", "", "```bash", " ".join(shlex.quote(str(a)) for a in view.command), "```", ""]
+        lines += ["## Command", "", "```bash", command_line(view), "```", ""]
     return "\n".join(lines)

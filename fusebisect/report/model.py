@@ -51,6 +51,7 @@ class RunView:
     """Everything a report shows about a run."""
 
     command: list[str] = field(default_factory=list)
+    cwd: str | None = None   # the directory the runs had (journals before it was recorded: None)
     candidates: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     trials: list[TrialView] = field(default_factory=list)
@@ -81,6 +82,7 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
         if event == "start":
             view.began_in = rec.get("workdir")
             view.command = list(rec.get("command") or [])
+            view.cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else None
             view.candidates = list(rec.get("candidates") or [])
             view.options = dict(rec.get("options") or {})
             view.excluded = list(rec.get("excluded") or [])
@@ -260,6 +262,14 @@ def culprit_rows(view: RunView, catalog=None) -> list[tuple]:
                          ", ".join(c.get("fused_ops") or []) or None,
                          entry.description if entry and entry.description else None))
     return rows
+
+
+def command_line(view: RunView) -> str:
+    """The run's command as a shell line, in the directory its runs had (``cd DIR && CMD``) when journaled."""
+    import shlex
+
+    line = " ".join(shlex.quote(str(a)) for a in view.command)
+    return f"cd {shlex.quote(view.cwd)} && {line}" if view.cwd else line
 
 
 def execution_facts(view: RunView) -> tuple[str, str]:

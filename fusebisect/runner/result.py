@@ -28,7 +28,7 @@ def fused_ops_of(graph, rule: str) -> list[str]:
 
 
 def repro_argv(session: "Session", off: frozenset[str], side: str, device: str | None = None) -> list[str]:
-    """The exact command reproducing one side of the boundary: ``env VAR=... CMD`` with the trial contract's
+    """The exact command reproducing one side of the boundary: ``env -C CWD VAR=... CMD`` with the trial contract's
     variables for the trial dir WORKDIR/repro/SIDE, which is created (with its dump/ and graph/) so that the
     command runs as given; ``device``: the ASCEND_RT_VISIBLE_DEVICES of the run it reproduces (--jobs,
     --devices)."""
@@ -40,7 +40,9 @@ def repro_argv(session: "Session", off: frozenset[str], side: str, device: str |
     argv = substitute(session.opts.command, paths)
     if "=" in argv[0]:   # env would read "./lr=0.1/train.sh" as one more assignment: run it through exec
         argv = ["sh", "-c", 'exec "$@"', "sh", *argv]
-    return ["env", *(f"{k}={v}" for k, v in env.items()), *argv]
+    # in the directory the runs had (a relative ./train.sh, relative arguments), wherever it is pasted
+    cwd = Path(session.cwd).absolute() if session.cwd else Path.cwd()
+    return ["env", "-C", str(cwd), *(f"{k}={v}" for k, v in env.items()), *argv]
 
 
 def dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:

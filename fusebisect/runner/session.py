@@ -1074,7 +1074,8 @@ class Session:
         self.journal.append({"event": "start", "command": list(self.opts.command), "candidates": self.candidates,
                              "options": _jsonable(self.opts.verdict_options()), "version": VERSION,
                              "excluded": self.excluded, "kinds": self.kinds, "workdir": str(self.workdir),
-                             "rule_names": self.rule_names, "workers": self.opts.workers})
+                             "rule_names": self.rule_names, "workers": self.opts.workers,
+                             "cwd": str(Path(self.cwd).absolute() if self.cwd else Path.cwd())})
 
     def _discover(self) -> TrialRecord | None:
         """Settle the candidates: --rules, else the rules that fired in a baseline run, else the catalog's
