@@ -128,6 +128,8 @@ def test_a_first_divergence_no_switch_can_reach_is_not_blamed_on_the_culprit_fou
                       *SIM, "--faulty", "AReduceMeanFusionPass", "--dump-step", "0")
     assert rc == 1 and j["status"] == "inconclusive", err
     assert "fused only by AReduceMeanFusionPass, which no run switched off" in j["message"]
+    # --expect tunes --metric, which --dumps alone does not use: the hint says both
+    assert "(--metric REGEX --expect VALUE or --check CMD)" in j["message"], j["message"]
     assert j["switch_file"] and (tmp_path / "w" / "fusion_switch.cfg").exists()
 
 
@@ -344,4 +346,4 @@ def test_a_culprit_fused_with_a_pass_that_cannot_be_switched_off_carries_a_cauti
                       "AReduceSumFusionPass")
     assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]], err
     assert "Caution: AReduceSumFusionPass stayed on in every run, the reference included" in j["message"]
-    assert "--expect VALUE or --check CMD" in j["message"]
+    assert "--metric REGEX --expect VALUE or --check CMD" in j["message"]   # (--expect has no curve mode)

@@ -1433,7 +1433,7 @@ class Session:
                     f"{_short(rules)}, which no run switched off (not a candidate: it cannot be switched off, or the "
                     f"job ignores its switch): the fault is likelier there, in the reference run too, and the "
                     f"culprits found only change how it shows. The switch file turns them off; say what a good run "
-                    f"is (--expect VALUE or --check CMD) to tell."))
+                    f"is ({self._expect_hint()} or --check CMD) to tell."))
             elif result.status == "found" and stuck and self._relative_only():
                 # every run had those rules on, the reference too: GOOD only means "like that reference"
                 result = dataclasses.replace(result, message=(
@@ -1441,8 +1441,8 @@ class Session:
                     f"(a pass that cannot be switched off, or whose switch the job ignores); under a relative "
                     f"oracle GOOD "
                     f"means like that reference, so {'it' if len(stuck) == 1 else 'they'} may be the cause, which "
-                    f"the culprits found only make visible. Say what a good run is (--expect VALUE or --check "
-                    f"CMD) to tell."))
+                    f"the culprits found only make visible. Say what a good run is ({self._expect_hint()} or "
+                    f"--check CMD) to tell."))
             if result.status == "found" and (unchecked := self._unchecked_references()) is not None:
                 refs, base = unchecked
                 failed = sorted({r.measurement.exit_code for r in refs} - {0}, key=str)
@@ -1744,13 +1744,19 @@ class Session:
         if others:
             outside.append(f"one of the {len(others)} other excluded rules ({_short(others)})")
         outside.append("something other than fusion that the reference run shares")
-        good = "--expect VALUE" if self.judge.metric is not None and self.opts.metric_mode != "curve" else \
-            "--metric REGEX --expect VALUE"
+        good = self._expect_hint()
         return (f"The baseline (default configuration) matches the all-candidates-off reference run"
                 f"{f' ({runs} runs)' if runs > 1 else ''}. Under {oracle}, good only means \"same as that "
                 f"reference\": either the job is fine, or the cause is outside the {len(self.candidates)} "
                 f"candidates: {', '.join(outside[:-1])} or {outside[-1]}. To tell, say what a good run is: {good} "
                 f"(the value a good run reaches) or --check CMD.")
+
+    def _expect_hint(self) -> str:
+        """How to say what a good run is with --expect, given the options in use (it tunes --metric, and not
+        its curve mode)."""
+        if self.judge.metric is not None and self.opts.metric_mode != "curve":
+            return "--expect VALUE"
+        return "--metric REGEX --expect VALUE"
 
     def _production(self, result) -> tuple[Path, TrialRecord | None]:
         """Write the production switch file to --output (keeping a .bak of a foreign file) and verify it."""
