@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+
+def fmt_metric(value: Any) -> str:
+    """A compare metric as msaccucmp's CSV and the compare table print it: 6 decimals (a value past 1e6 to 6
+    significant digits), None as '-', NaN as 'NaN'."""
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = float(value)
+        if math.isnan(value):
+            return "NaN"
+        return f"{value:.6f}" if abs(value) < 1e6 else f"{value:.6g}"
+    return str(value)
 
 
 def fmt_number(value: Any, digits: int = 6) -> str:

@@ -137,6 +137,20 @@ def test_a_graph_of_another_build_with_the_same_op_names_is_said(runs, capsys, t
     assert not any("more inputs than their op" in n for n in doc["notes"])
 
 
+def test_the_html_shows_metrics_as_the_terminal_and_the_csv_do(runs, capsys, tmp_path):
+    """6 decimals, as msaccucmp's CSV and the compare table: the HTML rounded to 6 significant digits (3.22085
+    for 3.220853), so the same tensor read two ways."""
+    f0, u0 = _leaf(runs / "f" / "dump", 0), _leaf(runs / "u" / "dump", 0)
+    graphs = ["--my-graph", str(runs / "f" / "graph"), "--golden-graph", str(runs / "u" / "graph")]
+    rc, doc = _json(capsys, str(f0), str(u0), *graphs)
+    first = doc["first_divergence"]
+    assert main(["compare", str(f0), str(u0), *graphs, "--html", str(tmp_path / "c.html")]) == 1
+    out = capsys.readouterr().out
+    html = (tmp_path / "c.html").read_text()
+    for value in (first["cosine"], first["max_abs_error"]):
+        assert f"{value:.6f}" in out and f"{value:.6f}" in html, value
+
+
 def test_no_drift_note_when_the_earliest_step_was_the_one_compared(runs, capsys, tmp_path):
     """My side holds steps 0 and 2, the golden only step 0: step 0 is compared (the only one both have), so the
     note advising --iteration earliest would send the user to rerun for nothing."""

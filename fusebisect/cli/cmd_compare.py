@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from fusebisect.cli import common
+from fusebisect.textutil import fmt_metric
 
 HELP = (
     "Compare my NPU dump against golden data, the way CANN's msaccucmp does, and name the first divergent op.\n\n"
@@ -26,14 +27,6 @@ HELP = (
     "Example: fusebisect compare ./dump_fused ./dump_unfused --my-graph ge_fused.txt "
     "--golden-graph ge_unfused.txt --csv result.csv"
 )
-
-
-def _num(value, digits: int = 6) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    return f"{value:.{digits}f}"
 
 
 def _finite(value: float | None) -> float | None:
@@ -71,7 +64,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         elif is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             style = "yellow"
         golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
-        table.add_row(str(row.index), row.my_op, row.tensor, golden, _num(row.cosine), _num(row.max_abs_error),
+        table.add_row(str(row.index), row.my_op, row.tensor, golden, fmt_metric(row.cosine), fmt_metric(row.max_abs_error),
                       (row.fail_reason or row.note)[:80], style=style)
     console.print(table)
     unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
@@ -94,7 +87,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
                             style="yellow" if skipped or unjudged else "green"))
         return
     lines = [f"first divergent op: [bold]{escape(fd['op'])}[/bold]  tensor {escape(fd['tensor'])}",
-             f"cosine {_num(fd['cosine'])}   max abs error {_num(fd['max_abs_error'])}"
+             f"cosine {fmt_metric(fd['cosine'])}   max abs error {fmt_metric(fd['max_abs_error'])}"
              + (f"   ({escape(fd['note'])})" if fd.get("note") else ""),
              f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
              f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",

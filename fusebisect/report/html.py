@@ -15,7 +15,7 @@ from typing import Any
 from fusebisect.report import plots
 from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
                                      trial_note, unfinished_text)
-from fusebisect.textutil import fmt_number
+from fusebisect.textutil import fmt_metric, fmt_number
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -102,8 +102,9 @@ def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
         parts.append(table(
             ["first divergent op", "tensor", "cosine", "max abs error", "graph-fusion passes", "UB pass",
              "original ops"],
-            [[first.get("op"), first.get("tensor"), fmt_number(first.get("cosine")),
-              fmt_number(first.get("max_abs_error")), ", ".join(first.get("pass_names") or []) or "-", first.get("ub_pass_name") or "-",
+            [[first.get("op"), first.get("tensor"), fmt_metric(first.get("cosine")),
+              fmt_metric(first.get("max_abs_error")), ", ".join(first.get("pass_names") or []) or "-",
+              first.get("ub_pass_name") or "-",
               ", ".join(first.get("ground_truth") or []) or "-"]], highlight={0}))
     return "".join(parts)
 
@@ -204,7 +205,7 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
 
         rules = default_catalog().marked_locked(suspect_rules(first))
         origin = origin_text(first)
-        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_number(first.get('cosine')))}"
+        text = (f"<b>First divergence:</b> {esc(first.get('tensor'))} (cosine {esc(fmt_metric(first.get('cosine')))}"
                 + (f", {esc(first['note'])}" if first.get("note") else "") + ")"
                 + (f"; {esc(origin)}" if origin else "")
                 + (f" — {esc(suspects_label(first))}: {esc(', '.join(rules))}" if rules else ""))
@@ -226,8 +227,8 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     hl = {i for i, r in enumerate(shown) if first and r.get("tensor") == first.get("tensor")
           and r.get("op") == first.get("op")}
     parts = [table(["#", "op", "tensor", "golden", "cosine", "max abs error", "reason"],
-                   [[r.get("index", i), r.get("op"), r.get("tensor"), r.get("golden"), fmt_number(r.get("cosine")),
-                     fmt_number(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
+                   [[r.get("index", i), r.get("op"), r.get("tensor"), r.get("golden"), fmt_metric(r.get("cosine")),
+                     fmt_metric(r.get("max_abs_error")), r.get("reason") or ""] for i, r in enumerate(shown)],
                    highlight=hl)]
     if len(rows) > max_rows:
         where = f"the CSV {esc(csv)} has all" if csv else "--csv FILE writes all"

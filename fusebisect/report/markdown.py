@@ -6,6 +6,7 @@ import shlex
 
 from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
                                      trial_note, unfinished_text)
+from fusebisect.textutil import fmt_metric
 
 
 def _cell(value) -> str:
@@ -73,7 +74,8 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
                   "original ops |",
                   "|---|---|---|---|---|---|---|",
                   "| " + " | ".join(_cell(v) for v in (
-                      first.get("op"), first.get("tensor"), first.get("cosine"), first.get("max_abs_error"),
+                      first.get("op"), first.get("tensor"), fmt_metric(first.get("cosine")),
+                      fmt_metric(first.get("max_abs_error")),
                       ", ".join(first.get("pass_names") or []) or None, first.get("ub_pass_name"),
                       ", ".join(first.get("ground_truth") or []) or None)) + " |", ""]
     if view.command:
