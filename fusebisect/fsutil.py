@@ -102,7 +102,7 @@ def check_output_file(out: str | os.PathLike[str] | None, flag: str, *, director
     parent = resolved_path(path, flag).parent
     if not parent.is_dir():
         raise UsageError(f"{flag} {out}: directory {parent} does not exist")
-    if not directory and _stream_fd(path) is None and not (path.exists() and not path.is_file()):
+    if not directory and stream_fd(path) is None and not (path.exists() and not path.is_file()):
         probe_writable(parent, flag)
 
 
@@ -127,7 +127,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     would leave that process writing into an unlinked one; it is appended to, never truncated. Files on a
     filesystem mounted under ``/dev`` (``/dev/shm``) are plain files, replaced like any other."""
     path = Path(path)
-    fd = _stream_fd(path)
+    fd = stream_fd(path)
     if fd is not None:   # our own stdout/stderr/fd: written through that descriptor, in order with the rest
         if fd == 1 and sys.stdout is None:   # stdout closed (>&-): nothing is written, as for the other output
             return path
@@ -188,12 +188,13 @@ _FD_PATH = re.compile(r"/(?:dev/fd|proc/[^/]+/fd)/\d+")   # a path naming a proc
 
 
 def is_stream_path(path: str | os.PathLike[str]) -> bool:
-    """True for a path naming an open stream rather than a file to replace (/dev/stdout, /dev/stderr, /dev/fd/N,
-    /proc/PID/fd/N): no existing-file check or backup applies to it."""
-    return _stream_fd(Path(path)) is not None or bool(_FD_PATH.fullmatch(str(path)))
+    """True for a path naming this process's stdout or stderr (/dev/stdout, /dev/fd/1, /proc/self/fd/2, ...):
+    written into, no existing-file check or backup applies to it. Another descriptor (/dev/fd/3,
+    /proc/PID/fd/N) may stand for a user's file: it is no stream here."""
+    return stream_fd(Path(path)) in (1, 2)
 
 
-def _stream_fd(path: Path) -> int | None:
+def stream_fd(path: Path) -> int | None:
     """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names, else None."""
     text = str(path)
     named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)

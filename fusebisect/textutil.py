@@ -7,15 +7,13 @@ from typing import Any
 
 
 def fmt_metric(value: Any) -> str:
-    """A compare metric as msaccucmp's CSV and the compare table print it: 6 decimals (a value past 1e6 to 6
-    significant digits), None as '-', NaN as 'NaN'."""
+    """A compare metric as msaccucmp's CSV and the compare table print it: 6 decimals, None as '-', NaN as
+    'NaN'."""
     if value is None:
         return "-"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = float(value)
-        if math.isnan(value):
-            return "NaN"
-        return f"{value:.6f}" if abs(value) < 1e6 else f"{value:.6g}"
+        return "NaN" if math.isnan(value) else f"{value:.6f}"
     return str(value)
 
 

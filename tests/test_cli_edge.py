@@ -203,6 +203,24 @@ def test_a_switch_file_written_to_dev_stdout_is_streamed_without_backup_or_exist
     assert text.startswith("existing\n") and text.count('"Switch"') == 2
 
 
+def test_a_switch_file_written_through_a_descriptor_to_a_users_file_keeps_its_backup(tmp_path):
+    """/dev/fd/3 open on an existing production file stands for that file: refused without --force, never
+    appended to (it was, with no .bak, once every /dev/fd/N counted as a stream). --json with --out /dev/stdout
+    would mix the file and the JSON on stdout: refused."""
+    prod = tmp_path / "prod.cfg"
+    prod.write_text('{"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}\n')
+    before = prod.read_bytes()
+    with open(prod, "rb") as handle:
+        res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "off", "LayerNormFusionPass", "--out",
+                              f"/dev/fd/{handle.fileno()}"], pass_fds=(handle.fileno(),), capture_output=True,
+                             text=True)
+    assert res.returncode == 2 and "already exists" in res.stderr, res.stderr
+    assert prod.read_bytes() == before
+    res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "all-off", "--out", "/dev/stdout", "--json"],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "both would go to stdout" in res.stderr and res.stdout == ""
+
+
 def test_closed_streams_keep_the_commands_exit_codes(tmp_path):
     """stderr closed (2>&-): a bad input is still exit 2, not 1 (a write error on the message made it 1, the
     'problems found' code); stdout closed with an output of /dev/stdout writes nothing; a descriptor that is not

@@ -52,12 +52,14 @@ def test_report_of_an_interrupted_run_then_of_its_resumption(tmp_path, capsys, m
     assert {e["rule"] for e in partial["excluded"]} >= {"AReduceMeanFusionPass"}
     for key in ("bound", "switch_file", "verify", "repro", "engine_executions"):
         assert partial[key] is None, key
+    started_in = os.getcwd()
     monkeypatch.chdir(tmp_path)   # a relative workdir still gives absolute paths, as trials[] has them
     assert main(["report", "w", "--json"]) == 1
     relative = json.loads(capsys.readouterr().out)
     assert relative["unjudged"] == partial["unjudged"] and relative["journal"] == str(work / "journal.jsonl")
     assert partial["notes"] == []   # every key of a finished run's JSON
 
+    monkeypatch.chdir(started_in)   # (a resume runs where the run began)
     release.touch()
     assert main(["-q", "run", "--json", *argv[1:]]) == 0
     done = json.loads(capsys.readouterr().out)

@@ -346,4 +346,4 @@ def test_a_culprit_fused_with_a_pass_that_cannot_be_switched_off_carries_a_cauti
                       "AReduceSumFusionPass")
     assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]], err
     assert "Caution: AReduceSumFusionPass stayed on in every run, the reference included" in j["message"]
-    assert "--metric REGEX --expect VALUE or --check CMD" in j["message"]   # (--expect has no curve mode)
+    assert "--metric-mode last --expect VALUE or --check CMD" in j["message"]   # (--expect has no curve mode)

@@ -319,6 +319,12 @@ def test_the_repro_commands_and_the_report_carry_the_runs_directory(target, tmp_
     assert proc.returncode == 0 and "loss 0.9000" in proc.stdout, proc.stderr
     assert main(["report", str(tmp_path / "w"), "--markdown", str(tmp_path / "r.md")]) == 0
     assert f"cd {tmp_path} && ./train.sh" in (tmp_path / "r.md").read_text()
+    # resuming from another directory (with a train.sh of its own) would run another job under the same command
+    # line: refused
+    (elsewhere / "train.sh").write_text(job.read_text())
+    (elsewhere / "train.sh").chmod(0o755)
+    with pytest.raises(UsageError, match=f"was started in {tmp_path}, not here"):
+        Session(opts, engine_cls=FakeSearch, env=target.env, progress=Progress(quiet=True), cwd=str(elsewhere)).run()
 
 
 def test_invalid_rule_name_is_a_usage_error(target, tmp_path):

@@ -20,9 +20,11 @@ def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: li
 
     for w in warnings:
         common.log(f"warning: {w}")
-    from fusebisect.fsutil import check_output_file
+    from fusebisect.fsutil import check_output_file, stream_fd
 
     written = None
+    if out is not None and json_out and stream_fd(Path(out)) == 1:
+        raise UsageError(f"--out {out} with --json: both would go to stdout; give --out a file, or drop --json")
     if out is not None:
         check_output_file(out, "--out")
         written = write_switch_file(out, config, force=force)

@@ -123,7 +123,9 @@ def register(app: typer.Typer) -> None:
         cosine: Annotated[float, typer.Option("--cosine", help="Divergent when cosine < this.")] = 0.99,
         max_abs_error: Annotated[Optional[float], typer.Option(
             "--max-abs-error", help="Divergent when max abs error > this.")] = None,
-        top: Annotated[Optional[int], typer.Option("--top", min=1, help="Show only the N lowest-cosine rows.")] = None,
+        top: Annotated[Optional[int], typer.Option(
+            "--top", min=1, help="Show only the N lowest-cosine rows (and the first divergence's, wherever it "
+                                 "ranks).")] = None,
         op: Annotated[Optional[str], typer.Option("--op", help="Compare only this op.")] = None,
         engine: Annotated[str, typer.Option("--engine", help="native | msaccucmp | auto (= native).")] = "auto",
         msaccucmp: Annotated[Optional[Path], typer.Option(

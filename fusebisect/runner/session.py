@@ -996,6 +996,12 @@ class Session:
             diff = _describe_difference(start, self.opts)
             raise UsageError(f"{self.journal.path} belongs to a different command or options ({diff}); rerun "
                              f"with --fresh to start over (the old journal is kept), or use another --workdir")
+        here = str(Path(self.cwd).absolute() if self.cwd else Path.cwd())
+        if isinstance(start.get("cwd"), str) and start["cwd"] != here:
+            # the same command line in another directory can be another job (./train.sh, relative paths)
+            raise UsageError(f"{self.journal.path} was started in {start['cwd']}, not here ({here}): its runs ran "
+                             f"the command there; cd there and rerun it, or rerun with --fresh to start over here "
+                             f"(the old journal is kept)")
         if "rule_names" in start and start["rule_names"] != self.rule_names:
             # the same --rules FILE, edited since: another search (--rules NAMES would differ as options)
             was, now = start["rule_names"] or [], self.rule_names or []
@@ -1455,7 +1461,7 @@ class Session:
             if result.status == "found" and self._relative_only() and \
                     all(c.direction == "on" for c in result.culprits):
                 # the reference may be the broken run: a rule bad while OFF then reads as bad while on
-                tell = ("--expect VALUE (a known-good loss)" if self.judge.metric is not None else
+                tell = (f"{self._expect_hint()} (a known-good loss)" if self.judge.metric is not None else
                         "--check CMD (what a good run is)")   # --dumps alone: --expect needs --metric
                 self.notes.append("GOOD means like the all-candidates-off run; were that run the broken one (a rule "
                                   "bad while turned off), the rule named would be that rule and the switch file the "
@@ -1754,9 +1760,9 @@ class Session:
     def _expect_hint(self) -> str:
         """How to say what a good run is with --expect, given the options in use (it tunes --metric, and not
         its curve mode)."""
-        if self.judge.metric is not None and self.opts.metric_mode != "curve":
-            return "--expect VALUE"
-        return "--metric REGEX --expect VALUE"
+        if self.judge.metric is None:
+            return "--metric REGEX --expect VALUE"
+        return "--metric-mode last --expect VALUE" if self.opts.metric_mode == "curve" else "--expect VALUE"
 
     def _production(self, result) -> tuple[Path, TrialRecord | None]:
         """Write the production switch file to --output (keeping a .bak of a foreign file) and verify it."""
