@@ -325,6 +325,16 @@ def test_the_repro_commands_and_the_report_carry_the_runs_directory(target, tmp_
     (elsewhere / "train.sh").chmod(0o755)
     with pytest.raises(UsageError, match=f"was started in {tmp_path}, not here"):
         Session(opts, engine_cls=FakeSearch, env=target.env, progress=Progress(quiet=True), cwd=str(elsewhere)).run()
+    # the directory moved with its workdir inside (a project renamed): resumed there, nothing runs again
+    import shutil
+
+    moved = tmp_path.parent / (tmp_path.name + "-moved")
+    shutil.copytree(tmp_path, moved, symlinks=True)
+    calls = len(target.calls())
+    again = Session(RunOptions(command=["./train.sh"], workdir=moved / "w", metric=r"loss ([0-9.]+)"),
+                    engine_cls=FakeSearch, env=target.env, progress=Progress(quiet=True), cwd=str(moved)).run()
+    assert again.run_json["culprits"] == res.run_json["culprits"] and len(target.calls()) == calls
+    shutil.rmtree(moved)
 
 
 def test_invalid_rule_name_is_a_usage_error(target, tmp_path):

@@ -997,7 +997,8 @@ class Session:
             raise UsageError(f"{self.journal.path} belongs to a different command or options ({diff}); rerun "
                              f"with --fresh to start over (the old journal is kept), or use another --workdir")
         here = str(Path(self.cwd).absolute() if self.cwd else Path.cwd())
-        if isinstance(start.get("cwd"), str) and start["cwd"] != here:
+        if isinstance(start.get("cwd"), str) and start["cwd"] != here and not _moved_together(start, here,
+                                                                                             self.workdir):
             # the same command line in another directory can be another job (./train.sh, relative paths)
             raise UsageError(f"{self.journal.path} was started in {start['cwd']}, not here ({here}): its runs ran "
                              f"the command there; cd there and rerun it, or rerun with --fresh to start over here "
@@ -1842,6 +1843,19 @@ class Session:
                 self.notes.append(f"the verification run with the production switch file was "
                                   f"{verify.outcome.upper()}" + (f" ({verify.reason})" if verify.reason else ""))
         return target, verify
+
+
+def _moved_together(start: dict, here: str, workdir: Path) -> bool:
+    """True when the directory the run began in and its workdir inside it were moved (or copied) together: the
+    workdir sits where it sat relative to that directory."""
+    began, cwd = start.get("workdir"), start.get("cwd")
+    if not isinstance(began, str) or not isinstance(cwd, str):
+        return False
+    try:
+        inside = Path(began).relative_to(cwd)
+    except ValueError:
+        return False
+    return Path(workdir).absolute() == Path(here) / inside
 
 
 def _same_file(a: Path, b: Path) -> bool:
