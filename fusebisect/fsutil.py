@@ -194,6 +194,11 @@ def is_stream_path(path: str | os.PathLike[str]) -> bool:
     return stream_fd(Path(path)) in (1, 2)
 
 
+def names_descriptor(path: str | os.PathLike[str]) -> bool:
+    """True for a path naming an open descriptor (/dev/stdout, /dev/fd/N, /proc/PID/fd/N, ...)."""
+    return stream_fd(Path(path)) is not None or bool(_FD_PATH.fullmatch(str(path)))
+
+
 def stream_fd(path: Path) -> int | None:
     """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names, else None."""
     text = str(path)

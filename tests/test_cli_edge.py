@@ -214,8 +214,22 @@ def test_a_switch_file_written_through_a_descriptor_to_a_users_file_keeps_its_ba
         res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "off", "LayerNormFusionPass", "--out",
                               f"/dev/fd/{handle.fileno()}"], pass_fds=(handle.fileno(),), capture_output=True,
                              text=True)
-    assert res.returncode == 2 and "already exists" in res.stderr, res.stderr
+    assert res.returncode == 2 and "a descriptor open on the file" in res.stderr, res.stderr
     assert prod.read_bytes() == before
+    # a pipe behind the descriptor (a shell's >(cmd)) has nothing to keep: written into
+    read_end, write_end = os.pipe()
+    try:
+        res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "off", "LayerNormFusionPass", "--out",
+                              f"/dev/fd/{write_end}"], pass_fds=(write_end,), capture_output=True, text=True)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            assert res.returncode == 0 and b'"LayerNormFusionPass": "off"' in pipe.read(), res.stderr
+    finally:
+        for fd in (read_end, write_end):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
     res = subprocess.run([sys.executable, "-m", "fusebisect", "cfg", "all-off", "--out", "/dev/stdout", "--json"],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "both would go to stdout" in res.stderr and res.stdout == ""

@@ -323,8 +323,10 @@ def test_the_repro_commands_and_the_report_carry_the_runs_directory(target, tmp_
     # line: refused
     (elsewhere / "train.sh").write_text(job.read_text())
     (elsewhere / "train.sh").chmod(0o755)
-    with pytest.raises(UsageError, match=f"was started in {tmp_path}, not here"):
+    with pytest.raises(UsageError, match=f"was started in {tmp_path}, not here") as refused:
         Session(opts, engine_cls=FakeSearch, env=target.env, progress=Progress(quiet=True), cwd=str(elsewhere)).run()
+    # what to do, whole: the workdir absolute (a relative one would name another workdir from there)
+    assert f"(cd {tmp_path} and rerun it with --workdir {tmp_path / 'w'})" in str(refused.value)
     # the directory moved with its workdir inside (a project renamed): resumed there, nothing runs again
     import shutil
 

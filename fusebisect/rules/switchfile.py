@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fusebisect.errors import SwitchFileError, UsageError
-from fusebisect.fsutil import atomic_write_text, is_stream_path, not_regular
+from fusebisect.fsutil import atomic_write_text, is_stream_path, names_descriptor, not_regular
 from fusebisect.rules.catalog import GRAPH, KINDS, UB, Catalog, normalize_kind
 
 RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -874,6 +874,12 @@ def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Pat
         raise UsageError(f"{p}: is a directory, expected a file path for the switch file")
     if is_stream_path(p):   # /dev/stdout and the like: written into, nothing to keep (no .bak in /dev)
         return atomic_write_text(p, text)
+    if names_descriptor(p):
+        real = p.resolve()
+        if not real.is_file():   # a pipe (>(cmd)), a FIFO, a terminal: written into
+            return atomic_write_text(p, text)
+        raise UsageError(f"{p}: a descriptor open on the file {real}: give that file's path, so that its old content "
+                         "can be kept as a .bak")
     if p.exists():
         if not force:
             raise UsageError(f"{p}: already exists (use --force to replace it; the old file is kept as .bak)")

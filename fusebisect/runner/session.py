@@ -499,8 +499,8 @@ class Session:
         return (f"The all-candidates-off runs differ from each other beyond the tolerance (runs {a.index} and "
                 f"{b.index}: {why}; --rtol {spec.rtol:g}, --atol {spec.atol:g}): the job's run-to-run noise is "
                 f"larger than the tolerance, and every verdict rests on that reference. Raise --rtol "
-                f"(--metric-mode curve compares every point), give --expect VALUE, or declare --flaky, and rerun "
-                f"with --fresh.")
+                f"(--metric-mode curve compares every point), give {self._expect_hint()}, or declare --flaky, and "
+                f"rerun with --fresh.")
 
     def _metric_disagreement(self, a: TrialRecord, b: TrialRecord) -> str | None:
         """How two runs' metrics differ beyond the tolerance, as the metric oracle compares them ('curve point i:
@@ -1001,8 +1001,9 @@ class Session:
                                                                                              self.workdir):
             # the same command line in another directory can be another job (./train.sh, relative paths)
             raise UsageError(f"{self.journal.path} was started in {start['cwd']}, not here ({here}): its runs ran "
-                             f"the command there; cd there and rerun it, or rerun with --fresh to start over here "
-                             f"(the old journal is kept)")
+                             f"the command there; resume there (cd {shlex.quote(start['cwd'])} and rerun it with "
+                             f"--workdir {shlex.quote(str(self.workdir.absolute()))}), or rerun with --fresh to start "
+                             f"over here (the old journal is kept)")
         if "rule_names" in start and start["rule_names"] != self.rule_names:
             # the same --rules FILE, edited since: another search (--rules NAMES would differ as options)
             was, now = start["rule_names"] or [], self.rule_names or []
