@@ -166,6 +166,12 @@ def test_dump_convert_bad_format_flag(tmp_path, capsys):
     # a device format is a format name, but convert never writes into one (it used to write the original layout)
     rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", "FRACTAL_NZ")
     assert rc == 2 and "--format FRACTAL_NZ: a device format" in err and not (tmp_path / "o").exists()
+    # the enum's mixed-case spelling (FORMAT_C1HWNCoC0) is a format name too, however written
+    for name in ("C1HWNCoC0", "c1hwncoc0"):
+        rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", name)
+        assert rc == 2 and "a device format" in err, err
+    from fusebisect.compare.dumpfile import format_value
+    assert format_value("C1HWNCoC0") == 25 and format_value("nc1hwc0") == format_value("FORMAT_NC1HWC0")
 
 
 def test_dump_convert_original_never_writes_an_unconverted_device_layout(tmp_path, capsys):

@@ -172,7 +172,7 @@ def register(app: typer.Typer) -> None:
                 format_value(fmt)
             except DumpFormatError:
                 raise UsageError(f"--format {fmt}: not ORIGINAL or a known layout name") from None
-            if fmt in PRIVATE_FORMATS:
+            if fmt in {f.upper() for f in PRIVATE_FORMATS}:   # (C1HWNCoC0 is mixed case)
                 raise UsageError(f"--format {fmt}: a device format; convert writes host layouts (ORIGINAL, NCHW, "
                                  f"NHWC, HWCN, ND, ...), not into device formats")
         if not path.exists():

@@ -62,10 +62,11 @@ def format_value(name: str | int) -> int:
     key = name.upper()
     if not key.startswith("FORMAT_"):
         key = "FORMAT_" + key
-    try:
-        return _dd.OutputFormat.Value(key)
-    except ValueError:
-        raise DumpFormatError(f"unknown tensor format {name!r}") from None
+    # the enum's own spellings are mixed case (FORMAT_C1HWNCoC0): match them case-insensitively
+    values = {n.upper(): v for n, v in _dd.OutputFormat.items()}
+    if key not in values:
+        raise DumpFormatError(f"unknown tensor format {name!r}")
+    return values[key]
 
 
 @dataclass
