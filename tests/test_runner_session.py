@@ -448,6 +448,16 @@ def test_check_oracle_exit_codes(target, tmp_path):
     assert len(configs) == len(set(map(tuple, configs))), configs   # no configuration executed twice
     assert len(target.calls()) - calls == res.run_json["executions"] and ran <= res.run_json["executions"]
     assert not res.run_json.get("unjudged")
+    # ... and, where the search asks for it in the same round as new runs (its gates), before any new job
+    from fusebisect.search import Search
+
+    target.env["T_CHECK_BAD_CODE"] = "128"
+    with pytest.raises(RunAborted):
+        session(target, tmp_path, engine=Search, check=f"{sys.executable} {check}", workdir=tmp_path / "wg").run()
+    target.env["T_CHECK_BAD_CODE"] = "1"
+    session(target, tmp_path, engine=Search, check=f"{sys.executable} {check}", workdir=tmp_path / "wg").run()
+    judged = [e["index"] for e in Journal(tmp_path / "wg" / "journal.jsonl").load() if e["event"] == "trial"]
+    assert judged[0] == 1, judged
 
 
 def _devices_seen(target, tmp_path, **kw) -> tuple[dict, set[str]]:

@@ -384,6 +384,7 @@ class Session:
         # config key -> a run whose job finished but whose check was stopped (aborted, or interrupted) before its
         # verdict (journal ``executed`` events): a resume checks its output again instead of running the job again
         self._rechecks: dict[str, TrialRecord] = {}
+        self._ran_on: dict[int, str] = {}   # run -> the device its job ran on, when its check ran on another slot
 
     # ------------------------------------------------------------------ helpers
 
@@ -600,6 +601,8 @@ class Session:
             kept = self._rechecks.pop(config_key(off, on), None)
         if kept is not None and kept.paths.stdout_path.is_file():
             index, paths = kept.index, kept.paths
+            if kept.device is not None:   # its check (and its record) get the device its job ran on
+                device = self._ran_on[index] = kept.device
         else:
             kept = None
             index, paths = self._new_paths(off, on)
@@ -633,7 +636,11 @@ class Session:
     def _journal_executed(self, index: int, off: frozenset[str], on: frozenset[str], role: str, paths: TrialPaths,
                           result: ExecResult, device: str | None) -> None:
         """Journal a run whose job finished but which gets no verdict now (its check aborted the run, or was
-        interrupted): a resume checks that output again rather than running the job again."""
+        interrupted): a resume checks that output again rather than running the job again. (Not before the journal
+        began: during the discovery baseline there is no start record yet, and a journal without one is no
+        journal; that baseline runs again.)"""
+        if not self.journal.path.exists():
+            return
         with contextlib.suppress(OSError, FusebisectError):
             self.journal.append({"event": "executed", "index": index, "key": config_key(off, on), "off": sorted(off),
                                  **({"on": sorted(on)} if on else {}), "role": role, "exit_code": result.exit_code,
@@ -754,6 +761,7 @@ class Session:
                      device: str | None, on: frozenset[str] = frozenset(), final: bool = False) -> TrialRecord:
         """Judge a measured execution, journal it, and return the record (``final``: the production switch file's
         own verification run, after the search). Raises RunAborted (check abort)."""
+        device = self._ran_on.pop(index, device)
         rec = TrialRecord(index=index, key=config_key(off, on), off=off, role=role, outcome=UNKNOWN, reason="",
                           measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on,
                           final=final)
@@ -1351,8 +1359,10 @@ class Session:
                 if not engine.done and not stopped and not spent() and len(inflight) < workers \
                         and not self.registry.stopping:
                     running = {v[0] for v in inflight.values()} | {rec.off for rec in held}
-                    for off in engine.propose():
-                        off = frozenset(off)
+                    proposed = [frozenset(o) for o in engine.propose()]
+                    # a run whose job finished before its check was stopped is checked again first (cheap)
+                    proposed.sort(key=lambda o: config_key(o) not in self._rechecks)
+                    for off in proposed:
                         if off in running or not free or spent():
                             continue
                         role = self._role(off)
