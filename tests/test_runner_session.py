@@ -460,6 +460,37 @@ def test_check_oracle_exit_codes(target, tmp_path):
     assert judged[0] == 1, judged
 
 
+def test_a_run_checked_again_after_a_resume_is_checked_on_its_jobs_device(target, tmp_path):
+    """--jobs 2 on devices 3 and 7: the baseline ran on 7 and its check aborted. The resume hands the check again
+    to the first free slot (3); it must get the job's device, and the record keep it."""
+    from fusebisect.search import Search
+
+    seen = tmp_path / "check_devices.txt"
+    check = tmp_path / "check.py"
+    check.write_text(textwrap.dedent(f'''
+        import os, re, sys
+        trial = os.environ["FUSEBISECT_TRIAL_DIR"]
+        with open({str(seen)!r}, "a") as f:
+            f.write(os.path.basename(trial) + " " + os.environ.get("ASCEND_RT_VISIBLE_DEVICES", "-") + "\\n")
+        loss = float(re.findall(r"loss ([0-9.]+)", open(os.path.join(trial, "stdout.log")).read())[-1])
+        sys.exit(int(os.environ.get("T_CHECK_BAD_CODE", "1")) if loss > 0.6 else 0)
+    '''))
+    target.env.update(T_FAULTY=RULES[2], T_CHECK_BAD_CODE="128")
+    kw = dict(engine=Search, check=f"{sys.executable} {check}", rules=",".join(RULES), jobs=2, devices=["3", "7"])
+    with pytest.raises(RunAborted):
+        session(target, tmp_path, **kw).run()
+    first = dict(line.split() for line in seen.read_text().splitlines())
+    aborted = next(name for name in first if name.startswith("0002-"))   # the baseline, on the second slot
+    assert first[aborted] == "7", first
+    target.env["T_CHECK_BAD_CODE"] = "1"
+    res = session(target, tmp_path, **kw).run()
+    again = [line.split() for line in seen.read_text().splitlines()][len(first):]
+    assert [d for name, d in again if name == aborted] == ["7"], again
+    assert res.run_json["status"] == "found"
+    journal = Journal(tmp_path / "w" / "journal.jsonl").load()
+    assert next(e for e in journal if e["event"] == "trial" and e["index"] == 2)["device"] == "7"
+
+
 def _devices_seen(target, tmp_path, **kw) -> tuple[dict, set[str]]:
     """Run a search whose every execution logs its ASCEND_RT_VISIBLE_DEVICES; return (run JSON, devices seen)."""
     target.env["T_FAULTY"] = RULES[0]
