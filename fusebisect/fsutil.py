@@ -51,6 +51,15 @@ def not_regular(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` resolved, or made absolute when it cannot be (a symbolic link loop: its reader says so); for
+    telling whether two paths name one file, where :func:`resolved_path` would stop the command."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):   # RuntimeError: a symbolic link loop (Python < 3.13)
+        return Path(path).absolute()
+
+
 def resolved_path(path: str | os.PathLike[str], flag: str) -> Path:
     """``path`` resolved; a symbolic link loop or an unreadable component is a UsageError naming ``flag``."""
     try:

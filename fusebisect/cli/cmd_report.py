@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from fusebisect.cli import common
+from fusebisect.fsutil import real_path
 
 HELP = """Re-render a finished or interrupted run from its journal (WORKDIR/journal.jsonl).
 
@@ -16,14 +17,6 @@ Terminal report by default; --json prints the run JSON; --html FILE writes the s
 
 Example:  fusebisect report fusebisect-work --html report.html
 """
-
-
-def _real(path) -> Path:
-    """``path`` resolved, or as it is when it cannot be (a symbolic link loop: the reader says so)."""
-    try:
-        return Path(path).resolve()
-    except (OSError, RuntimeError):   # RuntimeError: a symbolic link loop (Python < 3.13)
-        return Path(path).absolute()
 
 
 def _partial_run_json(view, workdir: Path) -> dict:
@@ -78,27 +71,27 @@ def register(app: typer.Typer) -> None:
 
         from fusebisect.fsutil import check_output_file
 
-        own = {_real(Path(workdir) / n): n for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}
+        own = {real_path(Path(workdir) / n): n for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}
         for flag, out in (("--html", html), ("--markdown", markdown)):
             check_output_file(out, flag)
-            if out is not None and _real(out) in own:   # resolved: w/../w/journal.jsonl, a linked workdir
-                raise UsageError(f"{flag} {out}: that is the run's own {own[_real(out)]}, which the report "
+            if out is not None and real_path(out) in own:   # resolved: w/../w/journal.jsonl, a linked workdir
+                raise UsageError(f"{flag} {out}: that is the run's own {own[real_path(out)]}, which the report "
                                  "is read from")
-        if html is not None and markdown is not None and _real(html) == _real(markdown):
+        if html is not None and markdown is not None and real_path(html) == real_path(markdown):
             raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)
         production = (view.result or {}).get("switch_file")
-        trials = _real(Path(workdir) / "trials")
+        trials = real_path(Path(workdir) / "trials")
         for flag, out in (("--html", html), ("--markdown", markdown)):
             if out is None:
                 continue
-            where = _real(out)
-            if production and where == _real(production):
+            where = real_path(out)
+            if production and where == real_path(production):
                 raise UsageError(f"{flag} {out}: that is the run's production switch file")
             if where.is_relative_to(trials):
                 raise UsageError(f"{flag} {out}: that is inside the run's trial directories, which hold its evidence")
             for kept in ("switch", "repro"):
-                if where.is_relative_to(_real(Path(workdir) / kept)):
+                if where.is_relative_to(real_path(Path(workdir) / kept)):
                     raise UsageError(f"{flag} {out}: that is inside the run's {kept}/ directory, whose files its "
                                      "runs and repro commands use")
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))

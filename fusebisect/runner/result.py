@@ -41,8 +41,7 @@ def repro_argv(session: "Session", off: frozenset[str], side: str, device: str |
     if "=" in argv[0]:   # env would read "./lr=0.1/train.sh" as one more assignment: run it through exec
         argv = ["sh", "-c", 'exec "$@"', "sh", *argv]
     # in the directory the runs had (a relative ./train.sh, relative arguments), wherever it is pasted
-    cwd = Path(session.cwd).absolute() if session.cwd else Path.cwd()
-    return ["env", "-C", str(cwd), *(f"{k}={v}" for k, v in env.items()), *argv]
+    return ["env", "-C", str(session.run_dir), *(f"{k}={v}" for k, v in env.items()), *argv]
 
 
 def dependencies(session: "Session", rules: list[str]) -> dict[str, list[str]]:

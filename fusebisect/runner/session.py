@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from fusebisect.errors import FusebisectError, UsageError
+from fusebisect.fsutil import real_path
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        previous_production, set_aside_previous_run,
@@ -883,6 +884,11 @@ class Session:
         return len(self.records)
 
     @property
+    def run_dir(self) -> Path:
+        """The directory the job's runs have (its working directory), absolute."""
+        return Path(self.cwd).absolute() if self.cwd else Path.cwd()
+
+    @property
     def rechecked_runs(self) -> list[int]:
         """The runs whose job finished but whose --check was stopped, not judged yet (a resume checks them)."""
         return sorted(r.index for r in self._rechecks.values())
@@ -1004,7 +1010,7 @@ class Session:
             diff = _describe_difference(start, self.opts)
             raise UsageError(f"{self.journal.path} belongs to a different command or options ({diff}); rerun "
                              f"with --fresh to start over (the old journal is kept), or use another --workdir")
-        here = str(Path(self.cwd).absolute() if self.cwd else Path.cwd())
+        here = str(self.run_dir)
         if isinstance(start.get("cwd"), str) and start["cwd"] != here and not _moved_together(start, here,
                                                                                              self.workdir):
             # the same command line in another directory can be another job (./train.sh, relative paths)
@@ -1091,7 +1097,7 @@ class Session:
                              "options": _jsonable(self.opts.verdict_options()), "version": VERSION,
                              "excluded": self.excluded, "kinds": self.kinds, "workdir": str(self.workdir),
                              "rule_names": self.rule_names, "workers": self.opts.workers,
-                             "cwd": str(Path(self.cwd).absolute() if self.cwd else Path.cwd())})
+                             "cwd": str(self.run_dir)})
 
     def _discover(self) -> TrialRecord | None:
         """Settle the candidates: --rules, else the rules that fired in a baseline run, else the catalog's
@@ -1811,7 +1817,8 @@ class Session:
             except (OSError, UnicodeDecodeError):
                 same = False
             previous = previous_production(self.workdir)
-            if not same and previous is not None and previous[1] is False and _same_file(previous[0], target):
+            if not same and previous is not None and previous[1] is False and \
+                    real_path(previous[0]) == real_path(target):
                 # this run wrote it before (a rerun of a finished command) and another run (or an edit) has
                 # replaced it since: putting the older file back would undo that
                 self.notes.append(f"{target} changed since this run wrote it (another run's production file, or an "
@@ -1867,14 +1874,6 @@ def _moved_together(start: dict, here: str, workdir: Path) -> bool:
     except ValueError:
         return False
     return Path(workdir).absolute() == Path(here) / inside
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """True when ``a`` and ``b`` name one file, however spelled (``..``, symbolic links)."""
-    try:
-        return a.resolve() == b.resolve()
-    except (OSError, RuntimeError):
-        return a.absolute() == b.absolute()
 
 
 def _jsonable(obj):
