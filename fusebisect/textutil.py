@@ -24,3 +24,9 @@ def fmt_number(value: Any, digits: int = 6) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}g}"
     return str(value)
+
+
+def window_start(at: int, total: int, size: int) -> int:
+    """The first of ``size`` rows out of ``total`` to show so that row ``at`` (a first divergence) sits in their
+    middle, or as near as the ends allow (0 when all fit)."""
+    return max(0, min(at - size // 2, total - size))

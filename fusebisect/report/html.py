@@ -15,7 +15,7 @@ from typing import Any
 from fusebisect.report import plots
 from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
                                      trial_note, unfinished_text)
-from fusebisect.textutil import fmt_metric, fmt_number
+from fusebisect.textutil import fmt_metric, fmt_number, window_start
 
 _CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -222,7 +222,7 @@ def render_compare(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     rows = list(rows)
     at = next((i for i, r in enumerate(rows) if first and r.get("tensor") == first.get("tensor")
                and r.get("op") == first.get("op")), 0)
-    start = max(0, min(at - max_rows // 2, len(rows) - max_rows))   # the rows around the first divergence
+    start = window_start(at, len(rows), max_rows)   # the rows around the first divergence
     shown = rows[start:start + max_rows]
     hl = {i for i, r in enumerate(shown) if first and r.get("tensor") == first.get("tensor")
           and r.get("op") == first.get("op")}

@@ -35,6 +35,7 @@ from typing import Any, Sequence
 from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.runner.trial import (ExecResult, ProcessRegistry, TrialPaths, iter_text, pgid_file, run_process,
                                      substitute)
+from fusebisect.textutil import window_start
 
 GOOD, BAD, INVALID, UNKNOWN = "good", "bad", "invalid", "unknown"
 PENDING = "pending: judged against the reference run"
@@ -479,7 +480,7 @@ def summarize_dumps(report, limit: int = 2000) -> dict[str, Any]:
     ordered = report.execution_order()
     first = report.first_divergence or {}
     at = next((i for i, r in enumerate(ordered) if r.tensor == first.get("tensor") and r.my_op == first.get("op")), 0)
-    start = max(0, min(at - limit // 2, len(ordered) - limit))   # a real network dumps thousands of tensors
+    start = window_start(at, len(ordered), limit)   # a real network dumps thousands of tensors
     rows = []
     for row in ordered[start:start + limit]:
         metrics = row.metrics or {}
