@@ -457,6 +457,14 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                         section=sec)
                     continue
                 target = cfg.section(sec) if used else {}   # (a part CANN ignores is checked, never used)
+                def located(name, at, sec=sec, used=used, padded=padded):
+                    """An entry kept: where it is, or (under a key CANN does not read) why it does nothing."""
+                    if used:
+                        where[(sec, name)] = line_col(text, at)
+                    else:
+                        cfg.ignored.setdefault(name, f"named under {padded}: CANN checks that key without its spaces "
+                                                     "but reads only the exact one, so this entry does nothing")
+
                 def twice(name, at, sec=sec):
                     add("duplicate", f"{name} appears twice in Switch.{sec}{last}", at, rule=name, section=sec,
                         severity="warning")
@@ -485,12 +493,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             "spaces but then reads anything but exactly \"on\" as off", val.offset, rule=name,
                             section=sec, severity="warning")
                         target[name] = "off"
-                        if used:
-                            where[(sec, name)] = line_col(text, name_at)
-                        else:
-                            cfg.ignored.setdefault(name, f"named under {padded}: CANN checks that key without its "
-                                                         "spaces but reads only the exact one, so this entry does "
-                                                         "nothing")
+                        located(name, name_at)
                         continue
                     if val.kind != "string" or val.value not in VALUES:
                         shown = json.dumps(val.value) if val.kind != "object" else "an object"
@@ -498,11 +501,7 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             "\"off\"", val.offset, rule=name, section=sec)
                         continue
                     target[name] = val.value
-                    if used:
-                        where[(sec, name)] = line_col(text, name_at)
-                    else:
-                        cfg.ignored.setdefault(name, f"named under {padded}: CANN checks that key without its "
-                                                     "spaces but reads only the exact one, so this entry does nothing")
+                    located(name, name_at)
         elif key == "Priority":
             if node.kind != "object":
                 add("type", "\"Priority\" must be an object", node.offset)
