@@ -13,6 +13,7 @@ its content.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import json
 import re
@@ -961,10 +962,16 @@ def _node_at(root: Node, path) -> Node:
     return node
 
 
-def _schema_problems(root: Node, text: str) -> list[Problem]:
+@functools.cache
+def _schema_validator():
+    """The validator of :func:`switch_schema`, built once (every switch file parsed is checked against it)."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(switch_schema())
+    return jsonschema.Draft202012Validator(switch_schema())
+
+
+def _schema_problems(root: Node, text: str) -> list[Problem]:
+    validator = _schema_validator()
     out = []
     for error in sorted(validator.iter_errors(root.value), key=lambda e: list(map(str, e.absolute_path))):
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
