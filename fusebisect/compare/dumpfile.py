@@ -55,6 +55,10 @@ def format_name(fmt: int) -> str:
         return f"format_{fmt}"
 
 
+# the enum's own spellings are mixed case (FORMAT_C1HWNCoC0): names are matched upper-cased
+_FORMAT_BY_NAME = {n.upper(): v for n, v in _dd.OutputFormat.items()}
+
+
 def format_value(name: str | int) -> int:
     """Return the proto format number for ``name`` ('NC1HWC0', 'FORMAT_NZ'... or an int). Raises DumpFormatError."""
     if isinstance(name, int):
@@ -62,11 +66,9 @@ def format_value(name: str | int) -> int:
     key = name.upper()
     if not key.startswith("FORMAT_"):
         key = "FORMAT_" + key
-    # the enum's own spellings are mixed case (FORMAT_C1HWNCoC0): match them case-insensitively
-    values = {n.upper(): v for n, v in _dd.OutputFormat.items()}
-    if key not in values:
+    if key not in _FORMAT_BY_NAME:
         raise DumpFormatError(f"unknown tensor format {name!r}")
-    return values[key]
+    return _FORMAT_BY_NAME[key]
 
 
 @dataclass
