@@ -89,29 +89,40 @@ def _assert_gone(pid: int, why: str) -> None:
     pytest.fail(why)
 
 
-def _kill_9_once_written(proc: subprocess.Popen, pidfile) -> None:
-    """kill -9 the fusebisect process ``proc`` as soon as its job has written ``pidfile``."""
-    deadline = time.monotonic() + 30
-    while not (pidfile.exists() and pidfile.read_text()):
+def _wait_written(proc: subprocess.Popen, path, timeout: float = 30) -> None:
+    """Wait until ``path`` holds something (written by the job or the check of the fusebisect process ``proc``,
+    which must still be running)."""
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text()):
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
+
+
+def _kill_9_once_written(proc: subprocess.Popen, pidfile) -> None:
+    """kill -9 the fusebisect process ``proc`` as soon as its job has written ``pidfile``."""
+    _wait_written(proc, pidfile)
     proc.kill()
     proc.wait(timeout=10)
+
+
+def _blocking_check(tmp_path, then: str = ""):
+    """A --check script that, while tmp_path/block exists, writes its pid to tmp_path/check.pid and sleeps, else
+    runs ``then`` (Python source); returns (script, pid file, block file), the block file created."""
+    check, pidfile, block = tmp_path / "check.py", tmp_path / "check.pid", tmp_path / "block"
+    block.touch()
+    check.write_text(textwrap.dedent(f'''
+        import os, sys, time
+        if os.path.exists({str(block)!r}):
+            open({str(pidfile)!r}, "w").write(str(os.getpid()))
+            time.sleep(300)
+    ''') + then + "\n")
+    return check, pidfile, block
 
 
 def test_after_kill_9_the_rerun_kills_a_check_command_left_running(tmp_path):
     """The --check command runs in its own process group after the job: kill -9 of fusebisect while it runs
     leaves it alive, and the rerun kills it like a job left running."""
-    check = tmp_path / "check.py"
-    pidfile = tmp_path / "check.pid"
-    block = tmp_path / "block"
-    block.touch()
-    check.write_text(textwrap.dedent(f'''
-        import os, time
-        if os.path.exists({str(block)!r}):
-            open({str(pidfile)!r}, "w").write(str(os.getpid()))
-            time.sleep(300)
-    '''))
+    check, pidfile, block = _blocking_check(tmp_path)
     work = tmp_path / "w"
     argv = [sys.executable, "-m", "fusebisect", "run", "--rules", "ABatchnormFusionPass", "--workdir", str(work),
             "--check", f"{sys.executable} {check}", "--", sys.executable, "-c", "pass"]
@@ -133,17 +144,8 @@ def test_a_run_stopped_during_its_check_resumes_without_running_its_job_again(tm
     """SIGTERM while the --check of a finished job runs: the journal keeps that the job ran, and the rerun checks
     its output again instead of running the training job a second time. (Without --rules that first run is the
     discovery baseline, before the journal begins: it runs again, and the workdir resumes.)"""
-    check = tmp_path / "check.py"
-    started = tmp_path / "check.started"
-    block = tmp_path / "block"
-    block.touch()
-    check.write_text(textwrap.dedent(f'''
-        import os, sys, time
-        if os.path.exists({str(block)!r}):
-            open({str(started)!r}, "w").write("1")
-            time.sleep(300)
-        sys.exit(0 if '"ABatchnormFusionPass": "off"' in open(os.environ["FUSEBISECT_SWITCH_FILE"]).read() else 1)
-    '''))
+    check, started, block = _blocking_check(tmp_path, 'sys.exit(0 if \'"ABatchnormFusionPass": "off"\' in '
+                                                       'open(os.environ["FUSEBISECT_SWITCH_FILE"]).read() else 1)')
     count = tmp_path / "jobs.txt"
     work = tmp_path / "w"
     argv = [sys.executable, "-m", "fusebisect", "run", *rules, "--workdir", str(work),
@@ -151,10 +153,7 @@ def test_a_run_stopped_during_its_check_resumes_without_running_its_job_again(tm
             f"open({str(count)!r}, 'a').write('x')"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        while not started.exists():
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.05)
+        _wait_written(proc, started, timeout=60)
         proc.terminate()
         assert proc.wait(timeout=30) == 143
         assert count.read_text() == "x"
