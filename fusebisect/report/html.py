@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
-                                     trial_note, unfinished_text)
+from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_row,
+                                     execution_facts, production_cfg_title, trial_note, unfinished_text)
 from fusebisect.textutil import fmt_metric, fmt_number, window_start
 
 _CSS = """
@@ -99,13 +99,7 @@ def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
                 break
     parts = [plot(plots.cosine_along_ops(labels, cosines, first_divergence=index, threshold=threshold))]
     if first:
-        parts.append(table(
-            ["first divergent op", "tensor", "cosine", "max abs error", "graph-fusion passes", "UB pass",
-             "original ops"],
-            [[first.get("op"), first.get("tensor"), fmt_metric(first.get("cosine")),
-              fmt_metric(first.get("max_abs_error")), ", ".join(first.get("pass_names") or []) or "-",
-              first.get("ub_pass_name") or "-",
-              ", ".join(first.get("ground_truth") or []) or "-"]], highlight={0}))
+        parts.append(table(DIVERGENCE_HEADERS, [divergence_row(first)], highlight={0}))
     return "".join(parts)
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import (RunView, command_line, culprit_rows, execution_facts, production_cfg_title,
-                                     trial_note, unfinished_text)
-from fusebisect.textutil import fmt_metric
+from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_row,
+                                     execution_facts, production_cfg_title, trial_note, unfinished_text)
 
 
 def _cell(value) -> str:
@@ -70,14 +69,8 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     first = (view.dumps or {}).get("first_divergence")
     if first:   # what the HTML's cosine section tells in words
         lines += ["## Dump comparison: baseline vs reference", "",
-                  "| first divergent op | tensor | cosine | max abs error | graph-fusion passes | UB pass | "
-                  "original ops |",
-                  "|---|---|---|---|---|---|---|",
-                  "| " + " | ".join(_cell(v) for v in (
-                      first.get("op"), first.get("tensor"), fmt_metric(first.get("cosine")),
-                      fmt_metric(first.get("max_abs_error")),
-                      ", ".join(first.get("pass_names") or []) or None, first.get("ub_pass_name"),
-                      ", ".join(first.get("ground_truth") or []) or None)) + " |", ""]
+                  "| " + " | ".join(DIVERGENCE_HEADERS) + " |", "|" + "---|" * len(DIVERGENCE_HEADERS),
+                  "| " + " | ".join(_cell(v) for v in divergence_row(first)) + " |", ""]
     if view.command:
         lines += ["## Command", "", "```bash", command_line(view), "```", ""]
     return "\n".join(lines)

@@ -264,6 +264,20 @@ def culprit_rows(view: RunView, catalog=None) -> list[tuple]:
     return rows
 
 
+DIVERGENCE_HEADERS = ("first divergent op", "tensor", "cosine", "max abs error", "graph-fusion passes", "UB pass",
+                      "original ops")
+
+
+def divergence_row(first: dict) -> list[str]:
+    """The dump comparison's first divergence as one table row (:data:`DIVERGENCE_HEADERS`; '-' for nothing),
+    for the HTML and the Markdown report alike."""
+    from fusebisect.textutil import fmt_metric
+
+    return [str(first.get("op") or "-"), str(first.get("tensor") or "-"), fmt_metric(first.get("cosine")),
+            fmt_metric(first.get("max_abs_error")), ", ".join(first.get("pass_names") or []) or "-",
+            first.get("ub_pass_name") or "-", ", ".join(first.get("ground_truth") or []) or "-"]
+
+
 def command_line(view: RunView) -> str:
     """The run's command as a shell line, in the directory its runs had (``cd DIR && CMD``) when journaled."""
     import shlex
