@@ -116,10 +116,11 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
     assert main(["report", str(work), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["status"] == "running" and doc["executions"] == 4
-    assert (doc["message"], doc["running_pid"]) == ("interrupted: rerun the same command to resume.", None)
+    resume = f"interrupted: rerun the same command in {os.getcwd()} to resume."   # where the run began
+    assert (doc["message"], doc["running_pid"]) == (resume, None)
     assert main(["report", str(work)]) == 1   # the terminal says what the Markdown and HTML say
     out = capsys.readouterr().out
-    assert out.startswith("interrupted: rerun the same command to resume.")
+    assert out.startswith(resume)
     with workdir_lock(work):
         assert main(["report", str(work), "--json"]) == 1
         doc = json.loads(capsys.readouterr().out)
@@ -170,7 +171,7 @@ def test_reports_of_an_unfinished_run_keep_nan_metrics_and_say_whether_it_is_goi
     assert doc["status"] == "running" and "nan" in [t["metric"] for t in doc["trials"]]
     md = tmp_path / "r.md"
     assert main(["report", str(work), "--markdown", str(md)]) == 1
-    assert "**Run not finished**: interrupted: rerun the same command to resume." in md.read_text()
+    assert f"**Run not finished**: interrupted: rerun the same command in {os.getcwd()} to resume." in md.read_text()
     with workdir_lock(work):
         assert main(["report", str(work), "--markdown", str(md)]) == 1
         assert f"the run is still going (pid {os.getpid()})" in md.read_text()

@@ -300,13 +300,13 @@ def execution_facts(view: RunView) -> tuple[str, str]:
 
 def unfinished_text(view: RunView) -> str:
     """What the report of a run without a result says about it: still going (its workdir's lock is held), or
-    interrupted."""
+    interrupted, with the directory to resume it from (the one its runs had)."""
     if view.holder is not None:
         return f"{still_going(view.holder)}."
+    rerun = f"rerun the same command{f' in {view.cwd}' if view.cwd else ''} to resume."   # (another dir is refused)
     if view.unjudged and all(u.get("job_finished") for u in view.unjudged):
-        return "stopped while a --check ran (it exited outside 0-127, or was interrupted): rerun the same command to "\
-               "resume."
-    return "interrupted: rerun the same command to resume."
+        return f"stopped while a --check ran (it exited outside 0-127, or was interrupted): {rerun}"
+    return f"interrupted: {rerun}"
 
 
 def still_going(holder: str) -> str:
