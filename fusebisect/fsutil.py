@@ -104,6 +104,8 @@ def check_output_file(out: str | os.PathLike[str] | None, flag: str, *, director
     if out is None:
         return
     path = Path(out)
+    if directory and stream_fd(path) is not None:
+        raise UsageError(f"{flag} {out}: names {'stdout' if str(out) == '-' else 'a stream'}; give a directory")
     if not directory and path.is_dir():
         raise UsageError(f"{flag} {out}: is a directory; give a file path")
     if directory and path.exists() and not path.is_dir():
@@ -209,9 +211,11 @@ def names_descriptor(path: str | os.PathLike[str]) -> bool:
 
 
 def stream_fd(path: Path) -> int | None:
-    """The descriptor ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or ``/proc/self/fd/N`` names, else None."""
+    """The descriptor ``-`` (stdout, as an output path), ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N`` or
+    ``/proc/self/fd/N`` names, else None. (A file named ``-`` is given by its full path: ``Path('./-')`` is
+    ``-``.)"""
     text = str(path)
-    named = {"/dev/stdout": 1, "/dev/stderr": 2}.get(text)
+    named = {"-": 1, "/dev/stdout": 1, "/dev/stderr": 2}.get(text)
     if named is not None:
         return named
     for prefix in ("/dev/fd/", "/proc/self/fd/"):

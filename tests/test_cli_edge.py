@@ -235,6 +235,34 @@ def test_a_switch_file_written_through_a_descriptor_to_a_users_file_keeps_its_ba
     assert res.returncode == 2 and "both would go to stdout" in res.stderr and res.stdout == ""
 
 
+def test_a_dash_output_is_stdout_where_a_file_can_be_streamed_and_refused_where_it_cannot(tmp_path):
+    """`--out -` wrote a file named '-' in the cwd. It is stdout (no file, no backup, no 'wrote' line) for a
+    switch file; refused with --json (both on stdout), for a directory output and for run's production file
+    (its final run reads it). A file named '-' is written by its full path."""
+    base = [sys.executable, "-m", "fusebisect"]
+    res = subprocess.run([*base, "cfg", "off", "LayerNormFusionPass", "--out", "-"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and json.loads(res.stdout) == \
+        {"Switch": {"GraphFusion": {"LayerNormFusionPass": "off"}}}, res.stderr
+    assert res.stderr == "" and list(tmp_path.iterdir()) == []
+    res = subprocess.run([*base, "cfg", "off", "LayerNormFusionPass", "--out", "-", "--json"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "both would go to stdout" in res.stderr and res.stdout == ""
+    dump = tmp_path / "d" / "Add.add.1.2.3"
+    dump.parent.mkdir()
+    dump.write_bytes(b"")
+    res = subprocess.run([*base, "dump", "convert", str(dump), "--out", "-"], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and "--out -: names stdout; give a directory" in res.stderr, res.stderr
+    res = subprocess.run([*base, "run", "--output", "-", "--workdir", str(tmp_path / "w"), "--", "true"],
+                         cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 2 and "--output -: the production switch file needs a file path" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d"]
+    res = subprocess.run([*base, "cfg", "off", "LayerNormFusionPass", "--out", str(tmp_path / "-")], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "LayerNormFusionPass" in (tmp_path / "-").read_text()
+
+
 def test_closed_streams_keep_the_commands_exit_codes(tmp_path):
     """stderr closed (2>&-): a bad input is still exit 2, not 1 (a write error on the message made it 1, the
     'problems found' code); stdout closed with an output of /dev/stdout writes nothing; a descriptor that is not

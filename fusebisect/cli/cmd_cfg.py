@@ -28,7 +28,7 @@ def _emit(config, out: Optional[Path], force: bool, json_out: bool, warnings: li
     if out is not None:
         check_output_file(out, "--out")
         written = write_switch_file(out, config, force=force)
-        common.log(f"wrote {written}")
+        common.log_wrote(written)
     if json_out:
         common.print_json({"written": str(written) if written else None, "switch": config_document(config),
                            "warnings": warnings})

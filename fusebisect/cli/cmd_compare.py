@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
         if csv_out is not None:
             from fusebisect.compare.csvout import write_csv
             write_csv(report, csv_out)
-            common.log(f"wrote {csv_out}")
+            common.log_wrote(csv_out)
         not_compared = sum(not r.compared for r in report.rows)
         rows = [] if html_out is None and not json_out else [
             {"index": r.index, "op": r.my_op, "tensor": r.tensor, "golden": ",".join(r.golden_ops),
@@ -201,7 +201,7 @@ def register(app: typer.Typer) -> None:
                                                        golden=str(golden), notes=report.notes,
                                                        not_compared=not_compared,
                                                        csv=str(csv_out) if csv_out is not None else None))
-            common.log(f"wrote {html_out}")
+            common.log_wrote(html_out)
         if json_out:
             first = report.first_divergence
             if first:   # the rules to suspect no switch file turns off (they cannot be the fix)

@@ -145,7 +145,7 @@ def register(app: typer.Typer) -> None:
             atomic_write_text(html_out, render_overflow(report.to_json()["overflows"], dump_dir=str(dump_dir),
                                                         unreadable=report.unreadable_summary(),
                                                         notes=report.notes, shown=report.limit_text()))
-            common.log(f"wrote {html_out}")
+            common.log_wrote(html_out)
         if json_out:
             common.print_json(report.to_json())
         else:

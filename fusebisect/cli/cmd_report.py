@@ -98,10 +98,10 @@ def register(app: typer.Typer) -> None:
         cfg = production_cfg_text(view)
         if html is not None:
             atomic_write_text(html, render_run(view, catalog=default_catalog(), production_cfg=cfg))
-            common.log(f"wrote {html}")
+            common.log_wrote(html)
         if markdown is not None:
             atomic_write_text(markdown, render_run_markdown(view, catalog=default_catalog(), production_cfg=cfg))
-            common.log(f"wrote {markdown}")
+            common.log_wrote(markdown)
         if as_json:
             common.print_json(run_json)
         elif html is None and markdown is None:

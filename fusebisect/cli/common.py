@@ -55,6 +55,15 @@ def log(message: str, *, markup: bool = False) -> None:
         err().print(message, soft_wrap=True, markup=markup, highlight=False)
 
 
+def log_wrote(path: Any) -> None:
+    """Log "wrote PATH" for an output file; nothing for stdout or stderr (``-``, ``/dev/stdout``): the text is
+    there (or, stdout closed, nowhere)."""
+    from fusebisect.fsutil import is_stream_path
+
+    if not is_stream_path(path):
+        log(f"wrote {path}")
+
+
 def print_json(obj: Any) -> None:
     """Write ``obj`` as JSON to stdout (one document, newline-terminated, valid UTF-8). Text that is not valid
     Unicode (a file name of non-UTF-8 bytes, read with surrogate escapes; a lone surrogate in a file read) is

@@ -144,6 +144,9 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     flag = "--output" if opts.output is not None else "--workdir"
     if target.is_dir():
         raise UsageError(f"{flag}: {target} is a directory; the production switch file needs a file path")
+    if str(target) == "-":
+        raise UsageError("--output -: the production switch file needs a file path, not stdout (the run's final "
+                         "run reads it; `fusebisect cfg ... --out -` prints one)")
     where = resolved_path(target, flag)
     if target.exists() and not where.is_file():
         raise UsageError(f"{flag}: {target} is not a regular file (a device, FIFO or socket); the production "
