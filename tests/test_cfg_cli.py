@@ -229,6 +229,17 @@ def test_cfg_effective(capsys, tmp_path):
     assert rc == 2
 
 
+def test_cfg_effective_lists_the_rules_the_files_own_o1_list_keeps_on(capsys, tmp_path):
+    """Under "ALL": "off", the file's ExceptionalPassOfO1Level list keeps its rules on: `effective` listed no rule
+    ("the file names no rules") unless asked for it by name."""
+    f = tmp_path / "u.cfg"
+    f.write_text('{"Switch": {"GraphFusion": {"ALL": "off"}}, "ExceptionalPassOfO1Level": ["GeluFusionPass", '
+                 '"not a name"]}', encoding="utf-8")
+    rows = effective_rows(capsys, f)
+    assert set(rows) == {"GeluFusionPass"} and rows["GeluFusionPass"]["effective"] == "on"
+    assert "ExceptionalPassOfO1Level" in rows["GeluFusionPass"]["reason"]
+
+
 def test_cfg_effective_flags_misspelt_and_misplaced_names(capsys, tmp_path):
     f = tmp_path / "u.cfg"
     f.write_text('{"Switch": {"GraphFusion": {"MatMulBiasAddFusionPas": "off", '

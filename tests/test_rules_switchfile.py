@@ -168,6 +168,28 @@ def test_lint_of_ge_pattern_passes_follows_ge_precedence():
                 if p.code == "legacy-all-ge-pattern"]
 
 
+def test_lint_checks_the_names_of_the_files_own_o1_list_and_priority():
+    """A typo in ExceptionalPassOfO1Level protects nothing and one in Priority ranks nothing: they are warned of
+    as in Switch (case, unknown with did-you-mean, no pass name, a listing's misspelling), with their position.
+    The 'passes CANN always runs' count leaves out the listings' misspellings, which name no pass."""
+    catalog = default_catalog()
+    text = ('{"Switch": {"GraphFusion": {"GeluFusionPass": "on"}},\n'
+            ' "ExceptionalPassOfO1Level": ["GeluFusionpass", "bad name!", "LayerNormFusionPass"],\n'
+            ' "Priority": {"GraphFusion": {"Top": {"NoSuchPassXyz": "5", "sedBatchNormGradFusionPass": "6"}}}}')
+    found = {(p.code, p.line, p.column) for p in check_switch_text(text, catalog).problems
+             if p.severity == "warning"}
+    assert found == {("case-mismatch", 2, 31), ("rule-name", 2, 49), ("unknown-rule", 3, 39), ("spelling", 3, 61)}
+    messages = " | ".join(p.message for p in check_switch_text(text, catalog).problems)
+    assert "ExceptionalPassOfO1Level: no rule 'GeluFusionpass'; names are case-sensitive: did you mean " \
+           "'GeluFusionPass'?" in messages
+    assert "Priority.GraphFusion.Top: 'NoSuchPassXyz' is not in the catalog" in messages
+    [note] = [p for p in check_switch_text('{"Switch": {"GraphFusion": {"ALL": "off"}}}', catalog).problems
+              if p.code == "all-forbidden"]
+    always = [r for r in catalog.rules.values() if r.kind == "GraphFusion" and not r.can_disable]
+    assert any(r.spelling_of for r in always)
+    assert f"never closes the {sum(not r.spelling_of for r in always)} GraphFusion passes" in note.message
+
+
 @pytest.mark.parametrize("text,line,col,words", [
     ('{"Switch": {"GraphFusion": {"A": "On"}}}', 1, 34, "exactly"),
     ('{"Switch": {"GraphFusion": {"A": true}}}', 1, 34, "exactly"),

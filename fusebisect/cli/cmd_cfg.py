@@ -160,13 +160,16 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import ALL, explain_state, name_problems, validate_rule_name
+        from fusebisect.rules.switchfile import (ALL, RULE_NAME_RE, explain_state, name_problems,
+                                                 validate_rule_name)
 
         catalog = default_catalog()
         for name in rule or []:   # (the file's own names are shown as they are, valid or not)
             validate_rule_name(name)
         config = _parse_warning_cann_rejects(file)
-        names = list(rule) if rule else sorted({*config.mentioned(), *config.ignored} - {ALL})
+        # the file's own ExceptionalPassOfO1Level list names rules too: those it keeps on under "ALL": "off"
+        kept_on = [n for n in config.o1_exceptions if RULE_NAME_RE.fullmatch(n)]
+        names = list(rule) if rule else sorted({*config.mentioned(), *config.ignored, *kept_on} - {ALL})
         notes: dict[str, list[str]] = {name: [why] for name, why in config.ignored.items()}
         if ALL in config.ignored:
             common.log(f"warning: {file}: {ALL}: {config.ignored[ALL]}")

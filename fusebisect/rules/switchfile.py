@@ -510,12 +510,18 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
             _check_priority(node, add)
             if keep:
                 cfg.priority = node.value  # type: ignore[assignment]
+                for sec, _at, levels in node.pairs or []:   # where each pass name is, for the catalog's warnings
+                    for level, _at2, passes in (levels.pairs or []) if levels.kind == "object" else []:
+                        for name, name_at, _val in (passes.pairs or []) if passes.kind == "object" else []:
+                            where.setdefault((f"Priority.{sec}.{level}", name), line_col(text, name_at))
         else:
             if node.kind != "array" or any(i.kind != "string" for i in node.items or []):
                 add("type", "\"ExceptionalPassOfO1Level\" must be an array of pass names", node.offset)
                 continue
             if keep:
                 cfg.o1_exceptions = list(node.value)  # type: ignore[arg-type]
+                for item in node.items or []:
+                    where.setdefault((O1_KEY, item.value), line_col(text, item.offset))
     if not any(key == "Switch" for key, _at, _node in root.pairs or []) and not problems:
         add("no-switch", "no \"Switch\" key: this file switches nothing", root.offset, severity="warning")
     return cfg
@@ -1025,6 +1031,29 @@ def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: 
 
 
 _MAX_HINTS = 200   # names the catalog lacks that get did-you-mean hints, per file
+O1_KEY = TOP_LEVEL_KEYS[2]   # the file's own list of passes FE keeps on
+
+
+def _unknown_name(name: str, label: str, catalog: Catalog, allow_unknown: bool, hint: bool) -> tuple[str, str, str]:
+    """(severity, code, message) for a pass name the catalog does not hold as it is written: a spelling of a rule,
+    a case mismatch, or unknown (with did-you-mean names when ``hint``: each costs ~5 ms, so a file of 20 000
+    custom names gets them for its first ones only)."""
+    real = catalog.get(name)
+    if real is not None:
+        return ("warning", "spelling", f"{label}: {name!r} is a spelling of {real.name!r}; CANN matches exact "
+                f"names, so this entry does nothing (use {real.name!r})")
+    if name.upper() == ALL:
+        return ("warning", "case-mismatch", f"{label}: no rule {name!r}; the key for every pass of a section is "
+                f"{ALL!r} (names are case-sensitive)")
+    if catalog.case_matches(name):
+        return ("warning", "case-mismatch", f"{label}: no rule {name!r}; names are case-sensitive: did you mean "
+                f"{' or '.join(repr(n) for n in catalog.case_matches(name))}?")
+    if allow_unknown:   # a custom pass, as run --allow-unknown-rules takes it
+        return "info", "unknown-rule", f"{label}: {name!r} is not in the catalog (allowed: --allow-unknown-rules)"
+    hints = catalog.suggest(name) if hint else []
+    return ("warning", "unknown-rule", f"{label}: {name!r} is not in the catalog"
+            + (f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else
+               " (fine for a custom or newer pass; check the spelling)"))
 
 
 def name_problems(cfg: SwitchConfig, catalog: Catalog, only: set[str] | None = None) -> list[Problem]:
@@ -1057,26 +1086,8 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
                 add("warning", "own-o1-exception", f"{label}: {name} is also in this file's "
                     "ExceptionalPassOfO1Level list, which keeps it on: \"off\" does nothing")
             if entry is None:
-                real = catalog.get(name)
-                if real is not None:
-                    add("warning", "spelling", f"{label}: {name!r} is a spelling of {real.name!r}; CANN matches "
-                        f"exact names, so this entry does nothing (use {real.name!r})")
-                elif name.upper() == ALL:
-                    add("warning", "case-mismatch", f"{label}: no rule {name!r}; the key for every pass of a "
-                        f"section is {ALL!r} (names are case-sensitive)")
-                elif catalog.case_matches(name):
-                    add("warning", "case-mismatch", f"{label}: no rule {name!r}; names are case-sensitive: did you "
-                        f"mean {' or '.join(repr(n) for n in catalog.case_matches(name))}?")
-                elif allow_unknown:   # a custom pass, as run --allow-unknown-rules takes it
-                    add("info", "unknown-rule", f"{label}: {name!r} is not in the catalog (allowed: "
-                        "--allow-unknown-rules)")
-                else:
-                    # (a did-you-mean costs ~5 ms: a generated file of 20 000 custom names took minutes)
-                    hints = catalog.suggest(name) if unknown < _MAX_HINTS else []
-                    unknown += 1
-                    add("warning", "unknown-rule", f"{label}: {name!r} is not in the catalog"
-                        + (f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else
-                           " (fine for a custom or newer pass; check the spelling)"))
+                add(*_unknown_name(name, label, catalog, allow_unknown, unknown < _MAX_HINTS))
+                unknown += not allow_unknown and catalog.get(name) is None and not catalog.case_matches(name)
                 continue
             if entry.spelling_of:
                 real = catalog.rules.get(entry.spelling_of)
@@ -1105,6 +1116,29 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
             if siblings and not entry.spelling_of:
                 add("info", "case-sibling", f"{label}: {name} and {', '.join(siblings)} differ only in case and "
                     "are different passes")
+    # the file's ExceptionalPassOfO1Level list and Priority name passes too: a typo there protects or ranks nothing
+    named = [(O1_KEY, name) for name in dict.fromkeys(cfg.o1_exceptions)]
+    for sec, levels in cfg.priority.items() if isinstance(cfg.priority, dict) else ():
+        for level, passes in levels.items() if isinstance(levels, dict) else ():
+            named += [(f"Priority.{sec}.{level}", name) for name in passes] if isinstance(passes, dict) else []
+    for part, name in named:
+        if (only is not None and name not in only) or name == ALL:
+            continue
+        line, col = where.get((part, name), (None, None))
+        label = f"{part}: {name!r}"
+        if not RULE_NAME_RE.fullmatch(name):
+            out.append(Problem("warning", "rule-name", f"{label} is no pass name (only letters, digits and _ . : - "
+                               "are): it matches no pass and does nothing", line, col))
+            continue
+        entry = catalog.rules.get(name)
+        if entry is None:
+            severity, code, message = _unknown_name(name, part, catalog, allow_unknown, unknown < _MAX_HINTS)
+            unknown += not allow_unknown and catalog.get(name) is None and not catalog.case_matches(name)
+            out.append(Problem(severity, code, message, line, col, name))
+        elif entry.spelling_of:
+            out.append(Problem("warning", "spelling", f"{label} is a listing spelling of {entry.spelling_of!r}; "
+                               f"no pass has this exact name, so it does nothing (use {entry.spelling_of!r})",
+                               line, col, name))
     for sec in KINDS:   # an old-format ALL line applies to both kinds, like every line of that format
         value = cfg.section(sec).get(ALL)
         if value is None:
@@ -1128,7 +1162,8 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
                                    f"recent CANN, e.g. {', '.join(sorted(patterns)[:3])}): they read only a JSON "
                                    "file's Switch.GraphFusion (`fusebisect cfg all-off --out F` writes one that closes "
                                    "them)", line, col, ALL, sec))
-            forbidden = [r.name for r in catalog.rules.values() if r.kind == sec and not r.can_disable]
+            forbidden = [r.name for r in catalog.rules.values()   # (a listing's misspelling names no pass)
+                         if r.kind == sec and not r.can_disable and not r.spelling_of]
             if forbidden:
                 out.append(Problem("info", "all-forbidden", f"{label} = off never closes the {len(forbidden)} "
                                    f"{sec} passes CANN always runs (forbidden-close or in its "
