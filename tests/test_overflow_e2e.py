@@ -324,6 +324,19 @@ def test_scan_mode_reports_first_abnormal_tensors_in_execution_order(tmp_path, c
         "diagnosis"]
 
 
+def test_ops_dumped_at_the_same_time_are_ordered_by_task_not_by_file_name(tmp_path):
+    """Two dumps with one timestamp (microseconds): the task launched first ran first. By file name, 'Add.late'
+    (task 10, fed by the other) came before 'Mul.early' (task 2), and the report blamed the wrong op, in --scan
+    and for Opdebug records alike."""
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "late", 10, 0, T0 + 5, [SATURATED], [SATURATED], "binary")
+    write_op(leaf, "Mul", "early", 2, 0, T0 + 5, [CLEAN], [SATURATED], "binary")
+    assert [o.op_name for o in analyse(tmp_path, scan=True, limit=1).overflows] == ["early"]
+    write_opdebug(leaf, new_record(10, 0, 0x20), T0 + 6, "binary", debug_task=1)
+    write_opdebug(leaf, new_record(2, 0, 0x20), T0 + 7, "binary", debug_task=2)
+    assert [o.op_name for o in analyse(tmp_path, limit=1).overflows] == ["early"]
+
+
 def test_scan_clean_dumps_exit_zero(tmp_path, capsys):
     leaf = leaf_dir(tmp_path, 0)
     write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")

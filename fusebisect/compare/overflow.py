@@ -865,8 +865,9 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
                 if op is not None and op.timestamp > dbg.timestamp:
                     later.append(f"{op.path.name} (task {task})")
                 ts = op.timestamp if op is not None else dbg.timestamp
-                found.append(((ts, _UNIT_PRIORITY.get(rec.unit, 9), str(dbg.path), rec.entry), rec, op, dbg,
-                              task, stream))
+                # execution order: the time, then (a tie) the task launched first, then AI Core before DHA/L2
+                found.append(((ts, task if task is not None else 1 << 64, _UNIT_PRIORITY.get(rec.unit, 9),
+                               str(dbg.path), rec.entry), rec, op, dbg, task, stream))
         if len(failures) == len(dump.outputs):   # not one record decoded: this file tells nothing
             report.unreadable.append((dbg.path, failures[0]))
         elif not any_overflow and (failures or damaged):   # zeros in the part that could be read: no verdict

@@ -207,7 +207,7 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
             else:
                 kept.append(entry)
         tree.entries = kept
-    tree.entries.sort(key=lambda e: (e.timestamp, str(e.path)))
+    tree.entries.sort(key=lambda e: (e.timestamp, e.task_id, str(e.path)))   # a tie: the task launched first
     return tree
 
 
