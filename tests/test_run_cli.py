@@ -245,6 +245,10 @@ def test_progress_events_are_one_line_each_in_a_pipe(capsys, tmp_path):
     # the fewer of off and on is named: which rule a search run left on is read off its line
     assert "run 6 (search): 5 off: all but GeluFusionPass" in started
     assert not [ln for ln in lines if ln.lstrip().startswith(("BatchMatMul", "GeluFusionPass"))]   # no wrapped rest
+    # each verdict line says where the search stands after that verdict, not before it
+    tails = [ln.partition(" — ")[2] for ln in lines if " runs done" in ln]
+    assert tails[-4:] == ["2 candidates left, roughly 3 runs left", "1 candidate left, roughly 2 runs left",
+                          "1 culprit set found, looking for more among the other 5 (1 run if there is none)", ""]
 
 
 def test_a_gate_invalid_twice_says_why(capsys, tmp_path):

@@ -322,7 +322,8 @@ def test_progress_reports_phase_and_counts():
     s = Search(cands)
     t = SimTarget(cands, [frozenset({"Pass077"})])
     p = s.progress()
-    assert p == {"phase": "gates", "candidates_left": 128, "runs_remaining_estimate": 11, "executions": 0}
+    assert p == {"phase": "gates", "candidates_left": 128, "runs_remaining_estimate": 11, "executions": 0,
+                 "found": 0}
     seen = []
     while not s.done:
         for off in s.propose():
@@ -330,7 +331,10 @@ def test_progress_reports_phase_and_counts():
         seen.append(s.progress())
     assert seen[-1]["phase"] == "done" and seen[-1]["runs_remaining_estimate"] == 0
     lefts = [p["candidates_left"] for p in seen[1:-1] if p["phase"] == "search"]
-    assert lefts == sorted(lefts, reverse=True)
+    assert lefts == sorted(lefts, reverse=True) and lefts[-1] == 1
+    # the culprit found: one run (looking for more among the other rules) remains if there is no other
+    assert {k: seen[-2][k] for k in ("phase", "found", "candidates_left", "runs_remaining_estimate")} == \
+        {"phase": "verify", "found": 1, "candidates_left": 127, "runs_remaining_estimate": 1}
 
 
 def test_single_candidate():

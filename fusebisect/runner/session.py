@@ -188,16 +188,24 @@ class Progress:
         self._done = 0
         self._left: int | None = None
         self._estimate: int | None = None
+        self._looking = 0   # culprit sets found, while the search looks for more (0: it is still searching)
+
+    def _where(self) -> list[str]:
+        """Where the search stands, for the footer and the verdict lines."""
+        if self._looking and self._left is not None:
+            sets = f"{self._looking} culprit set{'s' if self._looking != 1 else ''}"
+            return [f"{sets} found", f"looking for more among the other {self._left} (1 run if there is none)"]
+        parts = []
+        if self._left is not None:
+            parts.append(f"{self._left} candidate{'s' if self._left != 1 else ''} left")
+        if self._estimate is not None:
+            parts.append(f"roughly {self._estimate} runs left")
+        return parts
 
     def _status(self):
         from rich.text import Text
 
-        parts = [f"runs done: {self._done}"]
-        if self._left is not None:
-            parts.append(f"candidates left: {self._left}")
-        if self._estimate is not None:
-            parts.append(f"roughly {self._estimate} runs left")
-        text = Text(" · ".join(parts), style="bold")
+        text = Text(" · ".join([f"runs done: {self._done}", *self._where()]), style="bold")
         marks = {"good": ("✓", "green"), "bad": ("✗", "red"), "invalid": ("?", "yellow"), "unknown": ("~", "blue")}
         if self._verdicts:
             text.append("   last: ")
@@ -257,18 +265,16 @@ class Progress:
             self._inflight.pop(rec.index, None)
             self._verdicts.append(rec.outcome)
             self._done = executed
-            if progress and rec.role != "verify":  # the search is over once the production config is verified
+            if progress and progress.get("phase") != "done" and not rec.final:
                 self._left = progress.get("candidates_left")
                 self._estimate = progress.get("runs_remaining_estimate")
-                parts = []
-                if self._left is not None:
-                    parts.append(f"{self._left} candidate{'s' if self._left != 1 else ''} left")
-                if self._estimate is not None:
-                    parts.append(f"roughly {self._estimate} runs left")
+                self._looking = (progress.get("found") or 0) if progress.get("phase") == "verify" else 0
+                parts = self._where()
                 if parts:
                     tail = " — " + ", ".join(parts)
-            elif rec.role == "verify":
+            else:   # the search is over (its production config is verified next, or was)
                 self._left = self._estimate = None
+                self._looking = 0
         self.log(f"run {rec.index} [{colour}]{rec.outcome.upper()}[/{colour}]{why}{metric} "
                  f"in {rec.measurement.seconds:.1f}s; {executed} run{'s' if executed != 1 else ''} done{tail}")
 
@@ -759,9 +765,12 @@ class Session:
         return base is not None and base is not rec and self._wrote_evidence(base.paths)
 
     def finish_trial(self, index: int, off: frozenset[str], role: str, paths: TrialPaths, m: Measurement,
-                     device: str | None, on: frozenset[str] = frozenset(), final: bool = False) -> TrialRecord:
+                     device: str | None, on: frozenset[str] = frozenset(), final: bool = False,
+                     announce: bool = True) -> TrialRecord:
         """Judge a measured execution, journal it, and return the record (``final``: the production switch file's
-        own verification run, after the search). Raises RunAborted (check abort)."""
+        own verification run, after the search). ``announce`` False: the caller logs it with :meth:`announce`
+        once the engine has its outcome (the candidates left are then those after it). Raises RunAborted (check
+        abort)."""
         device = self._ran_on.pop(index, device)
         rec = TrialRecord(index=index, key=config_key(off, on), off=off, role=role, outcome=UNKNOWN, reason="",
                           measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on,
@@ -792,10 +801,15 @@ class Session:
                 self.exclude(newly, SWITCH_IGNORED)
         if rec.off == self.all_off and rec.outcome == GOOD:
             self._settle_pending()
+        if announce:
+            self.announce(rec)
+        return rec
+
+    def announce(self, rec: TrialRecord) -> None:
+        """Log a journaled run's verdict with the search's progress, and tell ``on_trial``."""
         self.progress.finished(rec, self._engine_progress(), self.executed)
         if self.on_trial is not None:
             self.on_trial(rec)
-        return rec
 
     def _check_metric_pattern(self, rec: TrialRecord) -> None:
         """Stop at once when --metric has matched nothing yet and this run exited 0 without a match: the
@@ -1391,7 +1405,7 @@ class Session:
                     index, paths, result, m = fut.result()
                     if m is None:
                         continue
-                    rec = self.finish_trial(index, off, role, paths, m, device)
+                    rec = self.finish_trial(index, off, role, paths, m, device, announce=False)
                     if self._rebuild:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
@@ -1405,6 +1419,7 @@ class Session:
                         for waiting in [r for r in held if not r.pending]:   # judged now the reference ran
                             held.remove(waiting)
                             engine.observe(waiting.off, self._outcome(waiting.outcome))
+                    self.announce(rec)   # with what the search knows after it
                     self._maybe_prior()
         except BaseException:
             self.registry.kill_all()

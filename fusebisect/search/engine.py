@@ -228,20 +228,24 @@ class Search:
         self._finish(self._budget_result())
 
     def progress(self) -> dict:
-        """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions"} for display.
+        """Return {"phase", "candidates_left", "runs_remaining_estimate", "executions", "found"} for display.
 
-        phase: gates | search | confirm | verify (looking for more) | noisy | done. In the noise-aware mode
-        candidates_left counts the rules a hypothesis with posterior above 1% names (alone, or in a pair).
+        phase: gates | search | confirm | verify (looking for more: candidates_left are the rules not found,
+        one run if none of them is a culprit) | noisy | done. In the noise-aware mode candidates_left counts the
+        rules a hypothesis with posterior above 1% names (alone, or in a pair). found: culprit sets found so far.
         """
         left = max(1, self._left)
         if self.done:
             est = 0
+        elif self._phase == "verify" and not self._noisy:
+            est = 1
         elif self._noisy:
             est = max(1, math.ceil((math.log2(left) + 4.3) / 0.53))
         else:
             est = math.ceil(math.log2(left)) + 2 + (2 if self._phase == "gates" else 0)
         return {"phase": "done" if self.done else self._phase, "candidates_left": self._left,
-                "runs_remaining_estimate": est, "executions": self.executions}
+                "runs_remaining_estimate": est, "executions": self.executions,
+                "found": len(self._found) + len(self._noisy_named)}
 
     @classmethod
     def replay(cls, candidates: Sequence[str], events: Iterable[tuple[str, object]], **kw) -> "Search":
@@ -586,7 +590,8 @@ class Search:
             elif size <= scan and lo > 0:
                 # Test the last few suspects on their own: a BAD answer is also the confirmation. If all
                 # are GOOD alone, the culprit needs partners and the prefix split below decides.
-                for x in order[lo:hi]:
+                for j, x in enumerate(order[lo:hi]):
+                    self._left = hi - lo - j   # the suspects not yet run alone
                     v = yield from self._test((1 << x) | F, "search")
                     if v is Outcome.BAD:
                         return [x]
