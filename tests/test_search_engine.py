@@ -335,6 +335,14 @@ def test_progress_reports_phase_and_counts():
     # the culprit found: one run (looking for more among the other rules) remains if there is no other
     assert {k: seen[-2][k] for k in ("phase", "found", "candidates_left", "runs_remaining_estimate")} == \
         {"phase": "verify", "found": 1, "candidates_left": 127, "runs_remaining_estimate": 1}
+    # --repeat 2: every configuration runs twice, the look-for-more run too
+    s = Search(cands, repeat=2)
+    seen = []
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, t(off))
+        seen.append(s.progress())
+    assert [p["runs_remaining_estimate"] for p in seen if p["phase"] == "verify"] == [2, 1]
 
 
 def test_single_candidate():

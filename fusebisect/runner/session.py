@@ -194,7 +194,8 @@ class Progress:
         """Where the search stands, for the footer and the verdict lines."""
         if self._looking and self._left is not None:
             sets = f"{self._looking} culprit set{'s' if self._looking != 1 else ''}"
-            return [f"{sets} found", f"looking for more among the other {self._left} (1 run if there is none)"]
+            runs = f"{self._estimate or 1} run{'s' if (self._estimate or 1) != 1 else ''}"
+            return [f"{sets} found", f"looking for more among the other {self._left} ({runs} if there is none)"]
         parts = []
         if self._left is not None:
             parts.append(f"{self._left} candidate{'s' if self._left != 1 else ''} left")

@@ -237,12 +237,12 @@ class Search:
         left = max(1, self._left)
         if self.done:
             est = 0
-        elif self._phase == "verify" and not self._noisy:
-            est = 1
+        elif self._phase == "verify" and not self._noisy:   # the look-for-more run's runs still to do (--repeat)
+            est = max(1, sum(self.repeat - len(self._verdicts(off)) for off, _base in self._batch))
         elif self._noisy:
             est = max(1, math.ceil((math.log2(left) + 4.3) / 0.53))
         else:
-            est = math.ceil(math.log2(left)) + 2 + (2 if self._phase == "gates" else 0)
+            est = (math.ceil(math.log2(left)) + 2 + (2 if self._phase == "gates" else 0)) * self.repeat
         return {"phase": "done" if self.done else self._phase, "candidates_left": self._left,
                 "runs_remaining_estimate": est, "executions": self.executions,
                 "found": len(self._found) + len(self._noisy_named)}
