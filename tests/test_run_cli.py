@@ -46,6 +46,25 @@ def test_missing_program_exits_2(capsys, tmp_path):
     assert rc == 2 and "cannot run command" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text, why", [
+    (b"#!/bin/sh\r\nexit 0\r\n", "its #! line ends in a carriage return (saved with CRLF line ends)"),
+    (b"#!/no/such/interpreter -e\nexit 0\n", "its #! line names the interpreter /no/such/interpreter, which does not"),
+    (b"exit 0\n", "a script without a #! line, which exec cannot start"),
+])
+def test_a_script_exec_cannot_start_is_refused_before_any_run(capsys, tmp_path, text, why):
+    """exec said "No such file or directory" of a script that is there (its #! interpreter is not), after the
+    journal began: every retry left a run the report called interrupted."""
+    job = tmp_path / "job.sh"
+    job.write_bytes(text)
+    job.chmod(0o755)
+    for check in (False, True):
+        argv = ["--check", str(job)] if check else []
+        rc = main(["run", "--workdir", str(tmp_path / "w"), *argv, "--", str(job) if not check else "true"])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"cannot run command '{job}': {why}" in err, err
+        assert not (tmp_path / "w" / "trials").exists()
+
+
 @pytest.mark.parametrize("sig, code, what", [(signal.SIGINT, 130, "interrupted"),
                                              (signal.SIGTERM, 143, "terminated (SIGTERM)")])  # timeout, Slurm, k8s
 def test_ctrl_c_or_sigterm_kills_the_job_keeps_the_journal_and_says_how_to_resume(tmp_path, sig, code, what):

@@ -83,6 +83,15 @@ def test_missing_program_is_a_usage_error(tmp_path):
         Execution(command=[str(tmp_path / "nope")], paths=_paths(tmp_path)).run()
 
 
+def test_a_file_exec_cannot_start_is_a_usage_error_not_an_internal_error(tmp_path):
+    """An executable empty file: exec fails with ENOEXEC, which is no FileNotFoundError/PermissionError."""
+    job = tmp_path / "empty.sh"
+    job.write_bytes(b"")
+    job.chmod(0o755)
+    with pytest.raises(UsageError, match=r"Exec format error \(a script needs a #! line\)"):
+        Execution(command=[str(job)], paths=_paths(tmp_path)).run()
+
+
 SPAWNER = textwrap.dedent('''
     import subprocess, sys, time
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])

@@ -17,6 +17,7 @@ interruption the whole group is killed, so no grandchild survives.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -270,10 +271,11 @@ def run_process(argv: Sequence[str], *, env: Mapping[str, str], stdout: Path, st
         try:
             proc = subprocess.Popen(list(argv), env=dict(env), cwd=cwd, stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        except OSError as exc:   # not found, not executable, no #! line and no binary (Exec format error)...
             if group_file is not None:
                 group_file.unlink(missing_ok=True)
-            raise UsageError(f"cannot run command {argv[0]!r}: {exc.strerror or exc}") from exc
+            hint = " (a script needs a #! line)" if exc.errno == errno.ENOEXEC else ""
+            raise UsageError(f"cannot run command {argv[0]!r}: {exc.strerror or exc}{hint}") from exc
     if group_file is not None:
         group_file.write_text(f"{proc.pid}\n", encoding="ascii")   # start_new_session: the group id is the pid
     if registry is not None:

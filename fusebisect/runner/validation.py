@@ -84,9 +84,41 @@ def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathL
             return "no such file"
         if path.is_dir():
             return "it is a directory"
-        return None if os.access(path, os.X_OK) else "not executable (chmod +x?)"
-    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        if not os.access(path, os.X_OK):
+            return "not executable (chmod +x?)"
+        return interpreter_problem(path, cwd)
+    found = shutil.which(program, path=env.get("PATH", os.defpath))
+    if found is None:
         return "not found on PATH"
+    return interpreter_problem(Path(found), cwd)
+
+
+def interpreter_problem(path: Path, cwd: str | os.PathLike | None) -> str | None:
+    """Why the kernel would refuse to start script ``path`` through its ``#!`` line (an interpreter that does not
+    exist, a line saved with a CRLF end), or None: exec would only say "No such file or directory", of a file
+    that is there."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError:
+        return None   # exec says why
+    if not head.startswith(b"#!"):
+        if head and b"\0" not in head and not head.startswith(b"\x7fELF"):   # text, not a program
+            return f"a script without a #! line, which exec cannot start (add one, e.g. #!/bin/sh, or run: bash {path})"
+        return None
+    line = head[2:].split(b"\n", 1)[0].lstrip(b" \t")
+    interpreter = re.split(rb"[ \t]", line, maxsplit=1)[0]
+    if not interpreter:
+        return None
+    shown = os.fsdecode(interpreter)
+    if interpreter.endswith(b"\r"):
+        return (f"its #! line ends in a carriage return (saved with CRLF line ends), so the interpreter is "
+                f"{shown!r}, which does not exist (convert the file: dos2unix {path})")
+    target = Path(cwd or ".") / shown
+    if not target.exists():
+        return f"its #! line names the interpreter {shown}, which does not exist"
+    if target.is_dir() or not os.access(target, os.X_OK):
+        return f"its #! line names the interpreter {shown}, which is not an executable file"
     return None
 
 
