@@ -125,7 +125,7 @@ def test_report_of_a_run_still_going_and_of_a_resumed_one_says_so(tmp_path, caps
         assert main(["report", str(work), "--json"]) == 1
         doc = json.loads(capsys.readouterr().out)
         assert doc["message"].startswith(f"the run is still going (pid {os.getpid()})")
-        assert doc["running_pid"] == str(os.getpid())
+        assert doc["running_pid"] == os.getpid()   # a number, as a pid is
 
 
 def test_report_of_a_moved_workdir_shows_its_paths_where_they_are(tmp_path, capsys):

@@ -28,7 +28,8 @@ def _partial_run_json(view, workdir: Path) -> dict:
     return {
         "status": "running",
         "message": unfinished_text(view),   # still going (its pid), or interrupted: as the Markdown and HTML say
-        "running_pid": view.holder,
+        # an integer ('?' only in the instant between taking the workdir's lock and writing the pid in it)
+        "running_pid": int(view.holder) if view.holder and view.holder.isdigit() else view.holder,
         "culprits": [],
         "executions": len(view.trials),
         "engine_executions": None,
