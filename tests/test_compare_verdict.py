@@ -919,3 +919,21 @@ def test_undefined_dtype_bytes_are_read_whole_and_resource_is_named_int64(tmp_pa
                    outputs=[TensorSpec(np.arange(1, 7, dtype=np.int64), dtype=23)])
     write_csv(compare_dumps(tmp_path / "my2", tmp_path / "gold2"), tmp_path / "r.csv")
     assert (tmp_path / "r.csv").read_text().splitlines()[1].startswith("0,Op,res,int64,NaN,res,int64,")
+
+
+def test_the_first_divergence_of_an_op_split_in_two_names_the_op_that_diverged():
+    """One original op made two NPU ops: its rows name both ('big_part1,big_part2', as msaccucmp's NPUDump
+    does), and the first divergence gave that joined name, which --op refuses. It names big_part2, whose
+    tensor diverged."""
+    from fusebisect.compare.engine import CompareReport, CompareRow, first_divergence
+
+    def row(index, tensor, cos):
+        return CompareRow(index=index, op_type="Exp", my_op="big_part1,big_part2", golden_ops=["big"],
+                          tensor=tensor, my_dtype="float32", golden_dtype="float32", shape=(2, 6),
+                          metrics={"CosineSimilarity": cos, "MaxAbsoluteError": 1.0}, fail_reason="",
+                          my_address=None, golden_address=None, timestamp=index)
+
+    report = CompareReport(rows=[row(0, "big_part1:output:0", 1.0), row(1, "big_part2:output:0", 0.5)],
+                           first_divergence=None, unmatched=[])
+    first = first_divergence(report)
+    assert (first["op"], first["tensor"]) == ("big_part2", "big_part2:output:0")

@@ -429,7 +429,10 @@ def first_divergence(report: CompareReport, *, cosine: float = 0.99,
     """The first divergent row in execution order as the --json dict, or None."""
     for row in report.execution_order():
         if is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
-            return {"op": row.my_op, "tensor": row.tensor, "cosine": row.cosine,
+            # a row of several ops (one original op split into them) names them all, as msaccucmp's NPUDump does;
+            # the divergence is the op its tensor belongs to, which --op takes
+            ops = [op for op in row.my_op.split(",") if row.tensor.startswith(f"{op}:")]
+            return {"op": max(ops, key=len) if ops else row.my_op, "tensor": row.tensor, "cosine": row.cosine,
                     "max_abs_error": row.max_abs_error, "nonfinite": row.nonfinite,
                     "finite_cosine": row.finite_cosine, "note": row.note, "pass_names": list(row.pass_names),
                     "ub_pass_name": row.ub_pass_name,
