@@ -36,6 +36,21 @@ def test_inspect_dump_json(tmp_path, capsys):
         ("FRACTAL_NZ", None, 0, 5, 2.5, "stored")
 
 
+def test_inspect_dump_shows_a_tensor_without_dims_as_it_reads_it(tmp_path, capsys):
+    """No dims but 3 elements is read 1-D (the stats and convert did so); the shape column said () (a scalar)."""
+    from fusebisect.compare.dumpfile import dump_bytes
+    from fusebisect.proto import dump_data_pb2
+
+    msg = dump_data_pb2.DumpData.FromString(dump_bytes(
+        op_name="d", inputs=[], outputs=[TensorSpec(np.array([0.0, 1.0, 2.0], np.float32))], encoding="protobuf"))
+    del msg.output[0].shape.dim[:]
+    path = tmp_path / "D.d.4.0.400"
+    path.write_bytes(msg.SerializeToString())
+    rc, out, _ = _run(capsys, "inspect", "dump", str(path), "--json")
+    row = json.loads(out)["outputs"][0]
+    assert rc == 0 and (row["shape"], row["mean"], row["max"]) == ([3], 1.0, 2.0)
+
+
 def test_inspect_dump_stats_leave_out_the_padding_of_a_private_format(tmp_path, capsys):
     logical = np.arange(1, 16, dtype=np.float32).reshape(3, 5)      # 1..15: no zero anywhere
     stored = from_original(logical, "FRACTAL_NZ")                      # zero padded to 16x16 blocks

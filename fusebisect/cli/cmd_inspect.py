@@ -52,6 +52,7 @@ def describe(path: Path) -> dict:
             row.update({"min": None, "max": None, "mean": None, "nan": None, "inf": None, "stats_of": None,
                         "error": exc.reason})
             return row
+        row["shape"] = list(array.shape)   # as read: no dims but several elements is 1-D (what convert writes)
         # The padding of a device layout (zeros) is not data: summarise the original tensor when the dump says
         # what it is. A shape that does not fit leaves the stored tensor (and says so).
         original = record_original(rec, array)
