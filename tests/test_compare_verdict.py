@@ -255,7 +255,7 @@ def test_an_unreadable_dump_is_no_verdict_never_no_divergence(tmp_path, capsys):
     assert main(["compare", str(undecodable / "my"), str(undecodable / "npy")]) == 0
 
 
-def _fused_and_unfused(tmp_path: Path) -> None:
+def _fused_and_unfused(tmp_path: Path, encoding: str = "binary") -> None:
     """The simulator's fused (MatMulBiasAddFusionPass faulty) and all-off runs: tmp_path/{fused,unfused}/{dump,graph}."""
     import io
 
@@ -268,7 +268,8 @@ def _fused_and_unfused(tmp_path: Path) -> None:
                         ("unfused", ["--fusion-switch-file", str(all_off)])):
         root = tmp_path / side
         env = {"ASCEND_WORK_PATH": str(root), "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(root / "graph")}
-        assert run(resolve(["--steps", "1", "--dump-step", "0", "--dump-path", str(root / "dump"), *extra], env),
+        assert run(resolve(["--steps", "1", "--dump-step", "0", "--dump-path", str(root / "dump"),
+                            "--dump-encoding", encoding, *extra], env),
                    stdout=io.StringIO(), stderr=io.StringIO()).exit_code == 0
 
 
@@ -576,14 +577,17 @@ def test_msaccucmp_path_without_its_engine_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.msaccucmp
-def test_the_msaccucmp_engine_names_the_cann_library_binary_dumps_need(tmp_path, capsys, msaccucmp):
-    # the real msaccucmp parses binary dumps only with CANN's libascend_dump_parser.so, absent here
-    _fused_and_unfused(tmp_path)
+@pytest.mark.parametrize("encoding, why", [
+    ("binary", "Failed to load libascend_dump_parser.so"),   # CANN's parser library, absent here
+    ("protobuf", "The header content size"),   # this msaccucmp reads a header length first: "no dump file" rows
+])
+def test_the_msaccucmp_engine_says_why_it_could_not_read_the_dumps(tmp_path, capsys, msaccucmp, encoding, why):
+    _fused_and_unfused(tmp_path, encoding)
     fused, unfused = tmp_path / "fused", tmp_path / "unfused"
     rc = main(["compare", str(fused / "dump"), str(unfused / "dump"), "--my-graph", str(fused / "graph"),
                "--golden-graph", str(unfused / "graph"), "--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)])
     err = " ".join(capsys.readouterr().err.split())
-    assert rc == 2 and "msaccucmp could not read the dumps: Failed to load libascend_dump_parser.so" in err
+    assert rc == 2 and f"msaccucmp could not read the dumps: {why}" in err and "the native engine" in err, err
 
 
 @pytest.mark.msaccucmp

@@ -120,11 +120,17 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])   # one line
             raise FusebisectError(f"msaccucmp failed (exit {proc.returncode}): {tail}")
         report = read_result_csv(csvs[-1], cosine=cosine, max_abs_error=max_abs_error, graph=graph)
-        missing = re.search(r"Failed to load (\S+\.so)[^\n]*", proc.stdout + proc.stderr)
-        if missing and not any(r.compared for r in report.rows):
-            # binary dumps need CANN's parser library; msaccucmp then fills its CSV with "no dump file" rows
-            raise FusebisectError(f"msaccucmp could not read the dumps: {missing.group(0).strip()} (binary dumps "
-                                  f"need CANN's {missing.group(1)}; the native engine needs no CANN)")
+        log_text = proc.stdout + proc.stderr
+        missing = re.search(r"Failed to load (\S+\.so)[^\n]*", log_text)
+        unparsed = re.search(r"The header content size[^\n]*", log_text)
+        if (missing or unparsed) and not any(r.compared for r in report.rows):
+            # msaccucmp then fills its CSV with "no dump file" rows: say what it could not do instead
+            if missing:   # binary dumps need CANN's parser library
+                raise FusebisectError(f"msaccucmp could not read the dumps: {missing.group(0).strip()} (binary dumps "
+                                      f"need CANN's {missing.group(1)}; the native engine needs no CANN)")
+            raise FusebisectError(f"msaccucmp could not read the dumps: {unparsed.group(0).strip()} (it reads a "
+                                  "header length first, which a dump written whole as protobuf does not have; the "
+                                  "native engine reads binary, protobuf and nano dumps)")
     report.notes[:0] = leaf_notes
     timestamps = {}
     for entry in my_tree.entries:
