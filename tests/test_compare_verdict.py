@@ -733,13 +733,13 @@ def test_a_dump_root_holding_two_runs_compares_the_latest_run_only(tmp_path):
     report = compare_dumps(tmp_path / "my", tmp_path / "gold")
     assert report.first_divergence is None
     assert {r.tensor for r in report.rows if r.compared} == {"a:input:0", "a:output:0"}
-    assert "hold runs 20260101000000, 20260102000000: compared run 20260102000000, device 0, iteration 0" \
-        in report.notes[0]
+    assert "2 runs (timestamp directories) under" in report.notes[0]
+    assert "only the latest, 20260102000000, is read" in report.notes[0]
     # the earlier run dumped more iterations: still the latest run, never its older iterations
     _dump(leaf("my", "20260101000000").parent / "3", "b", -X, 9)
     _dump(leaf("gold", "20260101000000").parent / "3", "b", X, 9)
     report = compare_dumps(tmp_path / "my", tmp_path / "gold")
-    assert report.first_divergence is None and "compared run 20260102000000, device 0" in report.notes[0]
+    assert report.first_divergence is None and "only the latest, 20260102000000, is read" in report.notes[0]
 
 
 def test_both_sides_compare_the_same_model_and_say_when_no_leaf_is_shared(tmp_path):
@@ -941,3 +941,39 @@ def test_the_first_divergence_of_an_op_split_in_two_names_the_op_that_diverged()
                            first_divergence=None, unmatched=[])
     first = first_divergence(report)
     assert (first["op"], first["tensor"]) == ("big_part2", "big_part2:output:0")
+
+
+def test_dump_trees_of_other_shapes_are_compared_one_leaf_at_a_time(tmp_path):
+    """Trees whose leaves were pooled or skipped without a word: a linked iteration directory (os.walk did not
+    follow it: iteration 0 was compared as the latest), MindSpore's rank_{id}/{net}/{graph_id}/{iteration}
+    (ranks pooled: a healthy rank hid the faulty one, exit 0), one timestamp directory per rank (the rank that
+    started last was compared, not the lowest device). And a file that is no op dump is named in a note."""
+    def compared(my, gold):
+        report = compare_dumps(my, gold)
+        return report.first_divergence and report.first_divergence["cosine"] < 0, report.notes
+
+    # a link to the latest iteration, kept elsewhere
+    for side, data in (("my", -X), ("gold", X)):
+        _dump(tmp_path / "a" / side / "20260101000000" / "0" / "net" / "1" / "0", "m", X, 1)
+        _dump(tmp_path / "a" / f"{side}-it3", "m", data, 2)
+        (tmp_path / "a" / side / "20260101000000" / "0" / "net" / "1" / "3").symlink_to(tmp_path / "a" / f"{side}-it3")
+    bad, notes = compared(tmp_path / "a" / "my", tmp_path / "a" / "gold")
+    assert bad and "compared device 0, iteration 3 only" in notes[0]
+    # MindSpore: rank 0 faulty, rank 1 healthy
+    for side in ("my", "gold"):
+        _dump(tmp_path / "b" / side / "rank_0" / "net" / "1" / "0", "m", -X if side == "my" else X, 1)
+        _dump(tmp_path / "b" / side / "rank_1" / "net" / "1" / "0", "m", X, 2)
+    bad, notes = compared(tmp_path / "b" / "my", tmp_path / "b" / "gold")
+    assert bad and "hold devices 0, 1: compared device 0, iteration 0 only" in notes[0]
+    # one timestamp directory per rank: device 1's process started a second later
+    for side in ("my", "gold"):
+        _dump(tmp_path / "c" / side / "20260101000000" / "0" / "net" / "1" / "0", "m", -X if side == "my" else X, 1)
+        _dump(tmp_path / "c" / side / "20260101000001" / "1" / "net" / "1" / "0", "m", X, 2)
+    bad, notes = compared(tmp_path / "c" / "my", tmp_path / "c" / "gold")
+    assert bad and "read as the ranks of one run" in notes[0] and any("compared run 20260101000000, device 0" in n
+                                                                      for n in notes)
+    # a file that is no op dump (a hashed name whose mapping.csv was not copied)
+    (tmp_path / "c" / "my" / "20260101000000" / "0" / "net" / "1" / "0" / "0123456789").write_bytes(b"x")
+    _bad, notes = compared(tmp_path / "c" / "my", tmp_path / "c" / "gold")
+    assert any(n.startswith("1 file(s) in ") and "are not op dumps and were left out (first: " in n
+               and "0123456789" in n for n in notes), notes

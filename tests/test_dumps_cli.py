@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -220,6 +221,12 @@ def test_dump_convert_of_a_tree_never_writes_two_files_to_one_name(tmp_path, cap
     assert rc == 0 and len(files) == 2 and len({f["path"] for f in files}) == 2
     assert sorted(float(np.load(f["path"])[0]) for f in files) == [1.0, 2.0]
     assert "keep their directories" in err
+    # two iterations' dumps have different names (their timestamps): they still keep the step they are of
+    for it, ts in (("0", 5), ("3", 9)):
+        write_dump(tmp_path / "e" / "20240101000000" / "0" / "m" / "1" / it / f"Add.op1.1.0.170000000000000{ts}",
+                   op_name="op1", inputs=[], outputs=[TensorSpec(np.full(3, 1.0, np.float32))])
+    rc, out, err = _run(capsys, "dump", "convert", str(tmp_path / "e"), "--out", str(tmp_path / "p"), "--json")
+    assert rc == 0 and sorted(Path(f["path"]).parent.name for f in json.loads(out)["files"]) == ["0", "3"]
 
 
 @pytest.mark.msaccucmp

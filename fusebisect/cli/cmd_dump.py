@@ -203,12 +203,12 @@ def register(app: typer.Typer) -> None:
             bad = [{"path": str(p), "reason": r} for p, r in tree.bad]
             if not tree.entries and not bad:
                 raise DumpFormatError("no op dump files found", path=path)
-            # the same file name in several leaf directories (devices, iterations, runs): keep the tree's layout
-            names = [entry.path.name for entry in tree.entries]
-            mirror = len(set(names)) < len(names)
+            # dumps in several directories (devices, iterations, runs): the tree's layout is kept, which says
+            # which step and device each file is of
+            mirror = len({entry.path.parent for entry in tree.entries}) > 1
             if mirror:
-                common.log(f"note: dump files of the same name in several directories of {path}: the .npy files "
-                           f"keep their directories under {out}")
+                common.log(f"note: dump files in several directories of {path}: the .npy files keep their "
+                           f"directories under {out}")
             for entry in tree.entries:
                 try:
                     files += convert_file(entry.path, out / entry.path.parent.relative_to(path) if mirror else out,

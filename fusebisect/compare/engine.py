@@ -192,6 +192,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     golden_tree = None if golden_npy else scan_dumps(golden_path)
     iterations = {e.iteration for e in my_tree.entries}
     my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
+    for tree in (my_tree, golden_tree):   # what was found but is no op dump is said, not silently dropped
+        if tree is not None and tree.bad:
+            where, why = tree.bad[0]
+            leaf_notes.append(f"{len(tree.bad)} file(s) in {tree.root} are not op dumps and were left out (first: "
+                              f"{where}: {why})")
     def step(it: str | None) -> tuple:   # iteration dirs are numbers ("10" after "9")
         return (0, int(it), "") if it and it.isdigit() else (1, 0, it or "")
 

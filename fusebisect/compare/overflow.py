@@ -715,7 +715,9 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
         what = f" ({len(tree.bad)} files whose names are not dump file names)" if tree.bad else ""
         raise DumpFormatError(f"no dump files here{what} (neither Opdebug records nor op dumps): give the dump "
                               "directory of a run", path=root)
-    notes = _latest_run_only(tree, root)
+    from fusebisect.compare.tree import latest_run_only
+
+    notes = latest_run_only(tree, root)
     if one_record is not None:
         notes.append(f"{root.name}: only this Opdebug file's records are read, matched against the op dumps of its "
                      "directory")
@@ -730,79 +732,6 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
                             f"{names[0]}): the graph named like the dump's model directory was used where one is; "
                             f"give --graph the one graph to be sure")
     return report
-
-
-def _latest_run_only(tree, root: Path) -> list[str]:
-    """Keep each device's latest run of a dump_path that holds several (one timestamp directory per run), as
-    compare does: ops of two runs are not one execution order. Timestamp directories of different devices are
-    the ranks of one job (each rank's process names its own), so all of them are kept; a directory that a later
-    one replaced for any of its devices is an earlier run for all of them. Returns the notes."""
-    from fusebisect.compare.tree import latest_run
-
-    runs = {e.run for e in tree.entries if e.run is not None}
-    if len(runs) < 2:
-        return []
-    devices = {e.device for e in tree.entries if e.run is not None}
-    per_device = {device: {e.run for e in tree.entries if e.device == device and e.run is not None}
-                  for device in devices}
-    # one process wrote one timestamp directory: replaced on one device, it is an earlier job's on every device
-    replaced = set().union(*(druns - {latest_run(druns)} for druns in per_device.values()))
-    last: dict[str | None, str] = {}
-    for device, druns in per_device.items():
-        if druns - replaced:
-            last[device] = latest_run(druns - replaced)
-    gone = sorted(str(d) for d in devices if d not in last)   # devices only in replaced directories
-    # ranks of one job start within minutes of each other: a device whose latest run began long before the latest
-    # one and whose dumps ended before it began is an earlier job's (a dump_path reused by a job on fewer
-    # devices). Either alone proves nothing: with overflow detection a rank dumps only when it overflows.
-    newest = latest_run(runs)
-    began = min(e.timestamp for e in tree.entries if e.run == newest)
-    ended = {device: max(e.timestamp for e in tree.entries if e.device == device and e.run == run)
-             for device, run in last.items()}
-    stale = sorted(str(d) for d, run in last.items()
-                   if run != newest and ended[d] < began and _minutes_apart(run, newest) > _RANKS_WITHIN_MINUTES)
-    last = {d: run for d, run in last.items() if str(d) not in stale}
-    keep = set(last.values())
-    tree.entries = [e for e in tree.entries if e.run is None or e.run == last.get(e.device)]
-    older = runs - keep
-    notes = [f"device{'s' if len(stale) > 1 else ''} {', '.join(stale)}: {'their' if len(stale) > 1 else 'its'} "
-             f"latest dumps under {root} ended before the latest run ({newest}) began: an earlier job's, left "
-             "out"] if stale else []
-    if gone:
-        notes.append(f"device{'s' if len(gone) > 1 else ''} {', '.join(gone)}: only in timestamp directories a later "
-                     "run replaced (the same directory's other devices were dumped again later): an earlier job's, "
-                     "left out")
-    if not older:
-        return [f"{len(runs)} timestamp directories under {root}, each of other devices: read as the ranks of one "
-                "run"]
-    # files of an earlier run that could not be read are not this run's problem either
-    tree.bad = [(p, why) for p, why in tree.bad if not older.intersection(_parts_under(Path(p), root))]
-    which = (f"only the latest, {next(iter(keep))}, is read" if len(keep) == 1 else
-             f"only each device's latest ({', '.join(sorted(keep, key=int))}) is read")
-    return [f"{len(runs)} runs (timestamp directories) under {root}: {which} (give an earlier run's directory to "
-            "read that one)"] + notes
-
-
-_RANKS_WITHIN_MINUTES = 10
-
-
-def _minutes_apart(earlier: str, later: str) -> float:
-    """Minutes between two timestamp directory names (YYYYMMDDhhmmss); 0 when either is not such a name."""
-    from datetime import datetime
-
-    try:
-        a, b = (datetime.strptime(x, "%Y%m%d%H%M%S") for x in (earlier, later))
-    except ValueError:
-        return 0.0
-    return (b - a).total_seconds() / 60
-
-
-def _parts_under(path: Path, root: Path) -> tuple[str, ...]:
-    """The directory names of ``path`` below ``root`` (all of them when it is not below)."""
-    try:
-        return path.parent.relative_to(root).parts
-    except ValueError:
-        return path.parent.parts
 
 
 def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:

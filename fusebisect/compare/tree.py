@@ -122,15 +122,30 @@ class DumpTree:
         return out
 
 
+_RANK_DIR = re.compile(r"rank_([0-9]+)")
+
+
 def _layout(directory: Path) -> tuple[str | None, str | None, str | None, str | None, str | None]:
-    """(device, model_name, model_id, iteration, run timestamp) if ``directory`` is a CANN leaf dir, else all
-    None."""
+    """(device, model_name, model_id, iteration, run timestamp) if ``directory`` is a leaf dir of a known layout,
+    else all None: CANN's ``{time}/{device}/{model_name}/{model_id}/{iteration}``, or MindSpore's asynchronous
+    dump ``rank_{id}/{net_name}/{graph_id}/{iteration}`` (no run timestamp)."""
     parts = directory.parts
     if len(parts) >= 5:
         stamp, device, model_name, model_id, iteration = parts[-5:]
         if stamp.isdigit() and device.isdigit() and model_id.isdigit() and iteration.isdigit():
             return device, model_name, model_id, iteration, stamp
+    if len(parts) >= 4:
+        rank, net, graph_id, iteration = parts[-4:]
+        if (match := _RANK_DIR.fullmatch(rank)) and graph_id.isdigit() and iteration.isdigit():
+            return match[1], net, graph_id, iteration, None
     return None, None, None, None, None
+
+
+def _dir_layout(directory: Path) -> tuple[str | None, str | None, str | None, str | None, str | None]:
+    """The layout of a directory as named (a symbolic link to an iteration elsewhere is that iteration), else as
+    the kernel finds it ('.' or '..' inside a dump tree still has its device and iteration)."""
+    named = _layout(Path(os.path.abspath(directory)))
+    return named if named[0] is not None else _layout(directory.resolve())
 
 
 def read_mapping(directory: Path, bad: list | None = None) -> dict[str, str]:
@@ -156,7 +171,7 @@ def read_mapping(directory: Path, bad: list | None = None) -> dict[str, str]:
 
 def _scan_dir(directory: Path, files: list[str], tree: DumpTree) -> None:
     mapping = read_mapping(directory, tree.bad) if MAPPING_FILE in files else {}
-    layout = _layout(directory.resolve())   # '.' or '..' inside a dump tree still has its device and iteration
+    layout = _dir_layout(directory)
     for fname in files:
         if fname == MAPPING_FILE or fname.startswith("."):
             continue
@@ -185,12 +200,18 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
         original = mapping.get(root.name, root.name)
         parsed = parse_dump_name(original)
         if parsed is not None:
-            tree.entries.append(DumpEntry(root, parsed, *_layout(root.parent.resolve())))
+            tree.entries.append(DumpEntry(root, parsed, *_dir_layout(root.parent)))
         else:
             tree.bad.append((root, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
                                    "{stream_id}.{timestamp}"))
     elif root.is_dir():
-        for dirpath, dirnames, filenames in os.walk(root):
+        seen: set[str] = set()   # directories entered (a link to a directory is followed, a loop is not)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+            real = os.path.realpath(dirpath)
+            if real in seen:
+                dirnames[:] = []
+                continue
+            seen.add(real)
             dirnames.sort()
             _scan_dir(Path(dirpath), sorted(filenames), tree)
     else:
@@ -236,6 +257,77 @@ def latest_run(runs) -> str | None:
     return max((r for r in runs if r is not None), key=int, default=None)
 
 
+def latest_run_only(tree: DumpTree, root: Path) -> list[str]:
+    """Keep each device's latest run of a dump_path that holds several (one timestamp directory per run): ops of
+    two runs are not one execution order, nor one step's data. Timestamp directories of different devices are
+    the ranks of one job (each rank's process names its own), so all of them are kept; a directory that a later
+    one replaced for any of its devices is an earlier run for all of them. Returns the notes."""
+    runs = {e.run for e in tree.entries if e.run is not None}
+    if len(runs) < 2:
+        return []
+    devices = {e.device for e in tree.entries if e.run is not None}
+    per_device = {device: {e.run for e in tree.entries if e.device == device and e.run is not None}
+                  for device in devices}
+    # one process wrote one timestamp directory: replaced on one device, it is an earlier job's on every device
+    replaced = set().union(*(druns - {latest_run(druns)} for druns in per_device.values()))
+    last: dict[str | None, str] = {}
+    for device, druns in per_device.items():
+        if druns - replaced:
+            last[device] = latest_run(druns - replaced)
+    gone = sorted(str(d) for d in devices if d not in last)   # devices only in replaced directories
+    # ranks of one job start within minutes of each other: a device whose latest run began long before the latest
+    # one and whose dumps ended before it began is an earlier job's (a dump_path reused by a job on fewer
+    # devices). Either alone proves nothing: with overflow detection a rank dumps only when it overflows.
+    newest = latest_run(runs)
+    began = min(e.timestamp for e in tree.entries if e.run == newest)
+    ended = {device: max(e.timestamp for e in tree.entries if e.device == device and e.run == run)
+             for device, run in last.items()}
+    stale = sorted(str(d) for d, run in last.items()
+                   if run != newest and ended[d] < began and _minutes_apart(run, newest) > _RANKS_WITHIN_MINUTES)
+    last = {d: run for d, run in last.items() if str(d) not in stale}
+    keep = set(last.values())
+    tree.entries = [e for e in tree.entries if e.run is None or e.run == last.get(e.device)]
+    older = runs - keep
+    notes = [f"device{'s' if len(stale) > 1 else ''} {', '.join(stale)}: {'their' if len(stale) > 1 else 'its'} "
+             f"latest dumps under {root} ended before the latest run ({newest}) began: an earlier job's, left "
+             "out"] if stale else []
+    if gone:
+        notes.append(f"device{'s' if len(gone) > 1 else ''} {', '.join(gone)}: only in timestamp directories a later "
+                     "run replaced (the same directory's other devices were dumped again later): an earlier job's, "
+                     "left out")
+    if not older:
+        return [f"{len(runs)} timestamp directories under {root}, each of other devices: read as the ranks of one "
+                "run"]
+    # files of an earlier run that could not be read are not this run's problem either
+    tree.bad = [(p, why) for p, why in tree.bad if not older.intersection(_parts_under(Path(p), root))]
+    which = (f"only the latest, {next(iter(keep))}, is read" if len(keep) == 1 else
+             f"only each device's latest ({', '.join(sorted(keep, key=int))}) is read")
+    return [f"{len(runs)} runs (timestamp directories) under {root}: {which} (give an earlier run's directory to "
+            "read that one)"] + notes
+
+
+_RANKS_WITHIN_MINUTES = 10
+
+
+def _minutes_apart(earlier: str, later: str) -> float:
+    """Minutes between two timestamp directory names (YYYYMMDDhhmmss); 0 when either is not such a name."""
+    from datetime import datetime
+
+    try:
+        a, b = (datetime.strptime(x, "%Y%m%d%H%M%S") for x in (earlier, later))
+    except ValueError:
+        return 0.0
+    return (b - a).total_seconds() / 60
+
+
+def _parts_under(path: Path, root: Path) -> tuple[str, ...]:
+    """The directory names of ``path`` below ``root`` (all of them when it is not below)."""
+    try:
+        return path.parent.relative_to(root).parts
+    except ValueError:
+        return path.parent.parts
+
+
 def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
              earliest: bool = False) -> tuple[DumpTree, DumpTree | None, list[str]]:
     """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
@@ -245,18 +337,24 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
     by device, model name and iteration: model ids differ between runs), taken from each tree's latest run when
     a dump_path holds several (timestamp directories); returns the trees and a note per tree that held more than
     one leaf."""
-    trees = [t for t in (my, golden) if t is not None]
+    # a dump_path keeps one timestamp directory per run (per rank: each rank's process names its own): only each
+    # device's latest run takes part
+    run_notes: list[str] = []
+    trees: list[DumpTree] = []
+    for tree, side in ((my, "my"), (golden, "golden")):
+        if tree is not None:
+            tree = DumpTree(root=tree.root, entries=list(tree.entries), bad=list(tree.bad))
+            run_notes += [f"{side} dumps: {note}" for note in latest_run_only(tree, tree.root)]
+            trees.append(tree)
+    my, golden = trees[0], (trees[1] if golden is not None else None)
     grouped = [t.groups() for t in trees]
     if all(len(g) <= 1 for g in grouped):
-        return my, golden, []
-    # a dump_path keeps one timestamp directory per run: only the latest run of each tree takes part
-    latest = [latest_run(g[4] for g in groups) for groups in grouped]
-    runs_of = [{g: e for g, e in groups.items() if last is None or g[4] is None or g[4] == last}
-               for groups, last in zip(grouped, latest)]
+        return my, golden, run_notes
+    runs_of = grouped
     # one iteration of a device can hold several models (a train and an eval graph)
     keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in runs_of]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
-    notes: list[str] = []
+    notes: list[str] = run_notes
     pick = None
     if common:   # one (device, model, iteration) for both sides: the model with the most ops on both together
         pick = min(common, key=lambda k: (*_leaf_key(keys[0][k], earliest),
