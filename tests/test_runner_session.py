@@ -623,6 +623,21 @@ def test_search_options_reach_the_engine(target, tmp_path):
     assert seen == {"flaky": True, "repeat": 2, "workers": 3, "confidence": 0.99, "max_executions": 30, "seed": 7}
 
 
+def test_a_search_that_turns_noisy_by_itself_settles_the_reference_first(target, tmp_path):
+    """--flaky runs the all-off reference three times up front; a search that found the job noisy by itself
+    kept its one reference run, and every verdict of the noise-aware mode was judged against that one sample
+    (an innocent rule named at 0.98)."""
+    class TurnsNoisy(FakeSearch):
+        @property
+        def noisy(self):
+            return len(self.order) >= 3   # after the gates and one search run
+
+    target.env["T_FAULTY"] = RULES[0]
+    session(target, tmp_path, TurnsNoisy, metric=r"loss ([0-9.]+)").run()
+    all_off = sorted(RULES)
+    assert sum(sorted(c["off"]) == all_off for c in target.calls()) == 3
+
+
 def test_fresh_sets_the_previous_runs_outputs_aside_and_numbers_runs_from_1(target, tmp_path):
     work = tmp_path / "w"
     target.env["T_FAULTY"] = RULES[1]

@@ -1359,8 +1359,10 @@ class Session:
         try:
             while True:
                 if not inflight:   # no device busy: settle a reference its runs dispute before going on (a job
-                    # declared noisy: three reference runs up front, also when no discovery baseline ran first)
-                    self._settle_reference(flaky=self.opts.flaky)
+                    # declared noisy, or found noisy by the engine: three reference runs, whose middle one the
+                    # verdicts are judged against; one noisy reference sample would skew every verdict the
+                    # noise-aware mode weighs as if each flipped on its own)
+                    self._settle_reference(flaky=self.opts.flaky or bool(getattr(engine, "noisy", False)))
                     if self._rebuild:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
