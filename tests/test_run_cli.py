@@ -548,6 +548,24 @@ print("loss 2.0" if "GeluFusionPass" in on else "loss 1.0")
                                      f"resume."), j["message"]
 
 
+def test_a_fix_whose_runs_disagree_is_not_called_insufficient(capsys, tmp_path):
+    """A noisy job whose runs with the culprit off disagree: the verdict said 'the job is still BAD with it off'
+    and 'they are not the whole answer' as facts, and gave its 'rerun with --max-runs above N' advice twice."""
+    job = tmp_path / "job.sh"   # BAD with GeluFusionPass on; off, each configuration's runs GOOD and BAD by turns
+    job.write_text("grep -q '\"GeluFusionPass\": \"off\"' \"$FUSEBISECT_SWITCH_FILE\" || { echo 'loss 2.0'; exit 0; }\n"
+                   f'c={tmp_path}/c$(basename "$FUSEBISECT_SWITCH_FILE")\n'
+                   'n=$(cat "$c" 2>/dev/null || echo 0); echo $((n + 1)) > "$c"\n'
+                   'if [ $((n % 2)) -eq 0 ]; then echo "loss 1.0"; else echo "loss 2.0"; fi\n')
+    assert main(["-q", "run", "--json", "--flaky", "--metric", r"loss ([0-9.]+)", "--expect", "1.0", "--rules",
+                 "GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass", "--workdir", str(tmp_path / "w"), "--",
+                 "bash", str(job)]) == 1
+    j = json.loads(capsys.readouterr().out)
+    assert j["status"] == "inconclusive" and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert "the runs with GeluFusionPass off disagree (BAD: runs " in j["message"]
+    assert "whether they are the whole answer is not known" in j["message"] and "still BAD" not in j["message"]
+    assert j["message"].count("--max-runs above") == 1, j["message"]
+
+
 def test_the_noise_aware_searchs_own_budget_says_how_to_go_on(capsys, tmp_path):
     job = tmp_path / "job.sh"   # GOOD and BAD by turns, whatever the switch file says
     job.write_text(f'n=$(cat {tmp_path / "c"} 2>/dev/null || echo 0); echo $((n + 1)) > {tmp_path / "c"}\n'

@@ -1532,8 +1532,8 @@ class Session:
             result = dataclasses.replace(result, message=f"{result.message} The budget (--max-runs "
                                          f"{self.opts.max_runs}) is spent: raise it and rerun the same command "
                                          f"to resume.")
-        elif (result is not None and result.status == "inconclusive" and stop is None
-              and self.opts.max_runs is None and getattr(result, "budget_stopped", False)):
+        elif (result is not None and result.status == "inconclusive" and stop is None and "--max-runs" not in
+              result.message and self.opts.max_runs is None and getattr(result, "budget_stopped", False)):
             # the engine's own cap (the noise-aware mode allows about 3 log2(n) + 30 runs per culprit sought)
             result = dataclasses.replace(result, message=f"{result.message} That is the search's own run budget "
                                          f"({self.executed} runs): {self._go_on_hint()}.")
@@ -1622,7 +1622,15 @@ class Session:
             # and a production file whose every run crashed is no fix either.)
             return result
         what = f"with {', '.join(sorted(off))} off" if off else f"with {', '.join(sorted(on))} set on"
-        if seen is not None:
+        judged = [r for r in self.records if r.off == off and r.on == on and r.outcome in (GOOD, BAD)]
+        noisy = self.opts.flaky or bool(getattr(getattr(self, "engine", None), "noisy", False))
+        split = seen is not None and {r.outcome for r in judged} == {GOOD, BAD} and (noisy or not final)
+        if split:   # a noisy job: its runs of the fix disagree, which says neither that it works nor that it fails
+            def runs(outcome) -> str:
+                at = [str(r.index) for r in judged if r.outcome == outcome]
+                return f"run{'s' if len(at) > 1 else ''} {', '.join(at)}"
+            state = f"the runs {what} disagree (BAD: {runs(BAD)}; GOOD: {runs(GOOD)})"
+        elif seen is not None:
             state = f"the job is still BAD {what} (run {seen.index})"
         elif invalid:
             state = f"the run {what} could not be judged (run {invalid[-1].index}: {invalid[-1].reason})"
@@ -1631,21 +1639,25 @@ class Session:
         # the engine says when the budget cut it; a rerun with a lower --max-runs of a search that ended on its own
         # spends the budget too, without having stopped anything
         cut = getattr(result, "budget_stopped", False)
+        whole = "whether they are the whole answer is not known" if split else "they are not the whole answer"
         if self.budget_spent and (cut or seen is None and not invalid):
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
-                       f"found so far are listed, but they are not the whole answer. Raise --max-runs and rerun "
-                       f"the same command to resume.")
+                       f"found so far are listed, but {whole}. Raise --max-runs and rerun the same command to "
+                       f"resume.")
         elif cut and self.opts.max_runs is None:   # the engine's own cap (the noise-aware mode's, per culprit)
             message = (f"The search's own run budget stopped it: {state}. The culprits found so far are listed, "
-                       f"but they are not the whole answer. {self._go_on_hint(capital=True)}.")
+                       f"but {whole}. {self._go_on_hint(capital=True)}.")
         elif seen is None:   # nothing judged the production configuration: nothing says more is left
             message = (f"The search ended with culprits named, but {state}: whether they are the whole answer is "
                        f"not known.")
+        elif split:
+            message = f"The search ended with culprits named, but {state}: {whole}."
         else:
             message = (f"The search ended with culprits named, but {state}: they are not the whole answer, and no "
                        f"further culprit could be isolated.")
         self.notes.append("the production switch file turns off the culprits found so far: a partial fix, "
-                          + ("not sufficient (the job is still bad with it)" if seen is not None else "not verified"))
+                          + ("whose runs disagree" if split else "not sufficient (the job is still bad with it)"
+                             if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
 
     def _divergence_outside(self) -> tuple[str, list[str]] | None:
