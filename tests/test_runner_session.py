@@ -938,9 +938,11 @@ def test_all_off_still_bad_names_the_rules_that_fired_only_then(target, tmp_path
     j = session(target, tmp_path, engine=Search, command=[sys.executable, "-c", "import sys; sys.exit(1)"],
                 rules=",".join(RULES[:2]), fresh=True).run().run_json
     assert j["status"] == "not_fusion"
+    # (the job is bad without them: they are not its only cause, which says nothing of a second one among them)
     assert j["message"] == ("With all 2 candidate rules off the symptom is still there, twice: turning off the 2 "
-                            "rules --rules named does not fix it, so the cause is not one of them switched on (unless "
-                            "another is bad while switched off, which these two runs cannot tell).")
+                            "rules --rules named does not fix it, so they are not the only cause: the job is bad "
+                            "without them (one of them may still be a second cause, or one bad while switched off, "
+                            "which these two runs cannot tell).")
 
 
 def test_a_culprit_that_ignores_its_switch_is_named_as_a_likely_cause_not_suggested_again(target, tmp_path):

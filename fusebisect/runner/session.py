@@ -1753,8 +1753,8 @@ class Session:
                        f"--rules {','.join([*self.candidates, *outside])}")
             return dataclasses.replace(result, status="inconclusive", message=message)
         message = (f"With all {n} candidate rules off the symptom is still there, twice: turning off {what} does "
-                   f"not fix it, so the cause is not one of them switched on (unless another is bad while "
-                   f"switched off, which these two runs cannot tell)")
+                   f"not fix it, so they are not the only cause: the job is bad without them (one of them may "
+                   f"still be a second cause, or one bad while switched off, which these two runs cannot tell)")
         if stuck:
             return dataclasses.replace(result, status="inconclusive", message=(
                 f"{message}. {_untestable(stuck, 'so no switch file can test {it} or turn {it} off')}"))

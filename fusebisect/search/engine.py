@@ -461,7 +461,7 @@ class Search:
                                 "the symptom does not reproduce.")
         if base is Outcome.BAD and ref is Outcome.BAD:
             return self._result("not_fusion", [], f"With all {self._n} candidate rules off the symptom is "
-                                "still there, twice: it is not caused by the switchable fusion rules.")
+                                "still there, twice: the switchable fusion rules are not its only cause.")
         self._direction = "on" if base is Outcome.BAD else "off"
         self._rebuild_knowledge()
         # The order stays the candidates' own: the prior acts through its first rules being tested alone
