@@ -296,6 +296,8 @@ def test_reports_show_the_rule_a_run_forced_on(capsys, tmp_path):
     assert rc == 0 and [t for t in j["trials"] if t.get("config_on")], err
     assert "forced on: GeluFusionPass" in (tmp_path / "w" / "report.md").read_text()
     assert "forced on: GeluFusionPass" in (tmp_path / "w" / "report.html").read_text()
+    forced = next(t["index"] for t in j["trials"] if t.get("config_on"))   # and the live line (it said "nothing off")
+    assert f"run {forced} (verify): nothing off; forced on: GeluFusionPass" in err, err
 
 
 def test_a_job_that_starts_failing_after_the_gates_is_not_every_rule_found(capsys, tmp_path):

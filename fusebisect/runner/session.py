@@ -244,14 +244,17 @@ class Progress:
                 self._refresh()
 
     def started(self, rec_index: int, off: frozenset[str], role: str, device: str | None,
-                left_on: frozenset[str] | None = None) -> None:
-        """A run began; ``left_on``: the candidates it leaves on (named instead of the rules off when fewer)."""
+                left_on: frozenset[str] | None = None, forced_on: frozenset[str] = frozenset()) -> None:
+        """A run began; ``left_on``: the candidates it leaves on (named instead of the rules off when fewer);
+        ``forced_on``: rules its switch file sets on (a culprit bad while off)."""
         if not off:
             what = "nothing off"
         elif left_on is not None and len(left_on) < len(off):
             what = f"{len(off)} off: " + (f"all but {_short(left_on)}" if left_on else "every candidate")
         else:
             what = f"{len(off)} off: " + _short(off)
+        if forced_on:
+            what += f"; forced on: {_short(forced_on)}"
         dev = f" on device {device}" if device is not None else ""
         with self._lock:
             self._inflight[rec_index] = f"{role}{dev}: {what}"
@@ -614,7 +617,7 @@ class Session:
         else:
             kept = None
             index, paths = self._new_paths(off, on)
-        self.progress.started(index, off, role, device, left_on=frozenset(self.candidates) - off)
+        self.progress.started(index, off, role, device, left_on=frozenset(self.candidates) - off, forced_on=on)
         self.progress.detail(f"  switch file {paths.switch_file}\n  trial dir   {paths.trial_dir}\n"
                              f"  command     {shlex.join(substitute(self.opts.command, paths))}")
         execution = Execution(command=list(self.opts.command), paths=paths, base_env=self.env,
