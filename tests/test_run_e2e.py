@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -349,3 +350,22 @@ def test_a_culprit_fused_with_a_pass_that_cannot_be_switched_off_carries_a_cauti
     assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["SoftmaxFusionPass"]], err
     assert "Caution: AReduceSumFusionPass stayed on in every run, the reference included" in j["message"]
     assert "--metric-mode last --expect VALUE or --check CMD" in j["message"]   # (--expect has no curve mode)
+
+
+def test_run_reports_say_when_the_first_divergence_is_an_input(capsys, tmp_path):
+    """With the producer's dump missing, the first divergent tensor is ln_LayerNorm's input: the HTML and the
+    Markdown listed it with the producer's passes and original ops as if they were ln_LayerNorm's."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import glob, os, subprocess, sys
+        r = subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", *sys.argv[1:]])
+        for p in glob.glob(os.environ["FUSEBISECT_DUMP_DIR"] + "/**/*.fc1_MatMul.*", recursive=True):
+            os.remove(p)
+        sys.exit(r.returncode)
+    '''))
+    work = tmp_path / "w"
+    _run(capsys, "--dumps", "--workdir", str(work), "--", sys.executable, str(job), "--dump-step", "0",
+         "--faulty", "MatMulBiasAddFusionPass", "--steps", "2")
+    said = ("his is an input of ln_LayerNorm: the divergence comes from fc1_MatMul (output 0, not compared); the "
+            "passes and ops in the row are the producer")
+    assert said in (work / "report.md").read_text() and said in (work / "report.html").read_text()

@@ -327,9 +327,10 @@ def _blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
     fd["ground_truth"] = list(producer.original_op_names or [name]) if producer is not None else [name]
 
 
-def origin_text(fd: dict) -> str | None:
+def origin_text(fd: dict, where_listed: str = "below") -> str | None:
     """Where a first divergence that is an op's input comes from, for people (None when it is an output): the
-    producer, and whether its own output was compared (not compared, its input may already have diverged)."""
+    producer, and whether its own output was compared (not compared, its input may already have diverged).
+    ``where_listed``: where the text that shows it lists the passes and ops."""
     if "input_of" not in fd:
         return None
     producer = fd.get("producer")
@@ -338,8 +339,8 @@ def origin_text(fd: dict) -> str | None:
     else:
         where = (f"{producer['op']} (output {producer['output']}, "
                  + ("compared without divergence" if producer["compared"] else "not compared") + ")")
-    return (f"this is an input of {fd['input_of']}: the divergence comes from {where}; the passes and ops below "
-            "are the producer's")
+    return (f"this is an input of {fd['input_of']}: the divergence comes from {where}; the passes and ops "
+            f"{where_listed} are the producer's")
 
 
 def suspect_rules(fd: dict) -> list[str]:

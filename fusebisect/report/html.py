@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.report import plots
-from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_row,
-                                     execution_facts, production_cfg_title, trial_note, unfinished_text)
+from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_origin,
+                                     divergence_row, execution_facts, production_cfg_title, trial_note,
+                                     unfinished_text)
 from fusebisect.textutil import fmt_metric, fmt_number, window_start
 
 _CSS = """
@@ -100,6 +101,8 @@ def cosine_section(rows: Sequence[dict[str, Any]], first: dict[str, Any] | None,
     parts = [plot(plots.cosine_along_ops(labels, cosines, first_divergence=index, threshold=threshold))]
     if first:
         parts.append(table(DIVERGENCE_HEADERS, [divergence_row(first)], highlight={0}))
+        if (origin := divergence_origin(first)) is not None:
+            parts.append(f"<p>{esc(origin)}</p>")
     return "".join(parts)
 
 

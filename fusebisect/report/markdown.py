@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 
-from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_row,
-                                     execution_facts, production_cfg_title, trial_note, unfinished_text)
+from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_origin,
+                                     divergence_row, execution_facts, production_cfg_title, trial_note,
+                                     unfinished_text)
 
 
 def _cell(value) -> str:
@@ -71,6 +72,8 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
         lines += ["## Dump comparison: baseline vs reference", "",
                   "| " + " | ".join(DIVERGENCE_HEADERS) + " |", "|" + "---|" * len(DIVERGENCE_HEADERS),
                   "| " + " | ".join(_cell(v) for v in divergence_row(first)) + " |", ""]
+        if (origin := divergence_origin(first)) is not None:
+            lines += [origin[0].upper() + origin[1:] + ".", ""]
     if view.command:
         lines += ["## Command", "", "```bash", command_line(view), "```", ""]
     return "\n".join(lines)

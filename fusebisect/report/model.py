@@ -278,6 +278,14 @@ def divergence_row(first: dict) -> list[str]:
             first.get("ub_pass_name") or "-", ", ".join(first.get("ground_truth") or []) or "-"]
 
 
+def divergence_origin(first: dict) -> str | None:
+    """Under the first-divergence row, when that tensor is an op's input: where it comes from (the passes and ops
+    in the row are the producer's), as compare says it; None for an output."""
+    from fusebisect.compare.engine import origin_text
+
+    return origin_text(first, "in the row")
+
+
 def command_line(view: RunView) -> str:
     """The run's command as a shell line, in the directory its runs had (``cd DIR && CMD``) when journaled."""
     import shlex
