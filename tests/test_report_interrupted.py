@@ -13,6 +13,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from fusebisect.cli.app import main
 
 
@@ -269,3 +271,35 @@ def test_a_verdict_that_names_no_culprit_shows_no_run_count_target(tmp_path, cap
     assert main(["run", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "b"), *sim,
                  "--faulty", "GeluFusionPass"]) == 0
     assert "run-count target" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda rs: rs[-1]["culprits"][0].pop("direction"), "culprits.0: 'direction' is a required property"),
+    (lambda rs: rs[-1]["culprits"][0].update(confidence="high"), "culprits.0.confidence: 'high' is not of type"),
+    (lambda rs: rs[-1].update(trials=[1, 2]), "trials.0: 1 is not of type 'object'"),
+    (lambda rs: rs[-1].update(verify="good"), "verify: 'good' is not of type"),
+    (lambda rs: rs[0].update(excluded=["a"]), "an excluded entry is not {rule, reason}"),
+    (lambda rs: rs[0].update(version=2), "journal version 2 is not 1"),
+    (lambda rs: rs.pop(0), "the first record is not a start record"),
+])
+def test_a_journal_edited_or_of_another_version_is_refused_in_one_line(tmp_path, capsys, edit, said):
+    """The terminal report ended in an internal error (exit 3) on a result record without a field or with one of
+    another type, the HTML on others; a journal of another version, or without its start record, was rendered
+    as if it were one of this version's."""
+    work = tmp_path / "w"
+    assert main(["-q", "run", "--metric", r"loss ([0-9.]+)", "--workdir", str(work), "--", sys.executable, "-m",
+                 "fusebisect.sim", "train", "--faulty", "GeluFusionPass", "--steps", "2"]) == 0
+    journal = work / "journal.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert records[-1]["event"] == "result"
+    from fusebisect.report.model import _result_error   # what run writes is what the schema describes
+
+    assert _result_error({k: v for k, v in records[-1].items() if k != "event"}) is None
+    assert _result_error(json.loads((work / "result.json").read_text())) is None
+    edit(records)
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+    capsys.readouterr()
+    for extra in ([], ["--json"], ["--html", str(tmp_path / "r.html")], ["--markdown", str(tmp_path / "r.md")]):
+        assert main(["report", str(work), *extra]) == 2, extra
+        err = capsys.readouterr().err
+        assert said in err and str(journal) in err and "internal error" not in err and err.count("\n") == 1, err

@@ -8,6 +8,7 @@ was learned so far.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from dataclasses import dataclass, field
@@ -74,6 +75,35 @@ class RunView:
         return found[-1] if found else None
 
 
+@functools.cache
+def _result_validator():
+    """The validator of the run JSON's schema (``data/run_result.schema.json``: the documented --json fields),
+    built once."""
+    import importlib.resources
+    import json
+
+    import jsonschema
+
+    text = importlib.resources.files("fusebisect").joinpath("data/run_result.schema.json").read_text("utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))
+
+
+def _result_error(result: dict[str, Any]) -> str | None:
+    """What makes a journal's result record unlike the run JSON the reports read (the first error), or None."""
+    error = next(iter(sorted(_result_validator().iter_errors(result), key=lambda e: list(map(str, e.path)))), None)
+    if error is None:
+        return None
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _excluded(entry: Any) -> dict[str, Any]:
+    """A start record's excluded entry ({rule, reason}); raises TypeError for anything else (a hand edit)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("rule"), str):
+        raise TypeError(f"an excluded entry is not {{rule, reason}}: {entry!r}")
+    return entry
+
+
 def view_from_records(records: list[dict[str, Any]]) -> RunView:
     """Fold journal records into a :class:`RunView`. Unknown events are ignored (newer journals)."""
     view = RunView()
@@ -85,7 +115,7 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else None
             view.candidates = list(rec.get("candidates") or [])
             view.options = dict(rec.get("options") or {})
-            view.excluded = list(rec.get("excluded") or [])
+            view.excluded = [_excluded(e) for e in rec.get("excluded") or []]
         elif event == "exclude":   # dropped from the candidates during the run (switch ignored), as run does
             dropped = list(rec.get("rules") or [])
             view.excluded += [{"rule": r, "reason": rec.get("reason") or ""} for r in dropped]
@@ -116,6 +146,11 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.priors.append(list(rec.get("rules") or []))
         elif event == "dumps":
             view.dumps = {k: v for k, v in rec.items() if k != "event"}
+            if not isinstance(view.dumps.get("rows") or [], list) or not all(
+                    isinstance(r, dict) for r in view.dumps.get("rows") or []):
+                raise TypeError("a dumps record's rows are not a list of objects")
+            if not isinstance(view.dumps.get("first_divergence") or {}, dict):
+                raise TypeError("a dumps record's first_divergence is not an object")
         elif event == "result":
             view.result = {k: v for k, v in rec.items() if k != "event"}
     if view.result:
@@ -150,13 +185,25 @@ def load_run_view(workdir: str | Path) -> RunView:
             raise FusebisectError(f"no {JOURNAL_NAME} yet: the run was stopped before its first execution ended, "
                                   "so there is nothing to report; rerun the same command", path=workdir)
         raise FusebisectError(f"no {JOURNAL_NAME} here: not the workdir of a fusebisect run", path=workdir)
+    from fusebisect.runner.journal import VERSION
     from fusebisect.runner.result import unjudged_runs
 
+    start = records[0]
+    if start.get("event") != "start":   # as run refuses it: what the report would show has no command, no options
+        raise FusebisectError("the first record is not a start record: not a journal run writes (fix or move it "
+                              "aside)", path=workdir / JOURNAL_NAME)
+    if start.get("version") != VERSION:
+        raise FusebisectError(f"journal version {start.get('version')!r} is not {VERSION}, the one this version "
+                              "reads", path=workdir / JOURNAL_NAME)
     try:
         view = view_from_records(records)
     except (TypeError, ValueError, AttributeError) as exc:   # a hand-edited field of the wrong type
         raise FusebisectError(f"a record has a field of the wrong type ({exc}); fix or move the journal aside "
                               f"(--fresh)", path=workdir / JOURNAL_NAME) from None
+    if view.result is not None and (error := _result_error(view.result)):
+        raise FusebisectError(f"its result record is not a run result as this version writes it ({error}); rerun "
+                              "the same command to write it again, or move the journal aside (--fresh)",
+                              path=workdir / JOURNAL_NAME)
     _rebase(view, workdir.absolute())
     _own_production(view, workdir.absolute())
     view.unjudged = unjudged_runs(workdir, [t.number for t in view.trials],
