@@ -195,3 +195,22 @@ def test_report_never_writes_over_the_runs_own_files_and_names_a_bad_journal_fie
     (edited / "journal.jsonl").write_text(re.sub(r'"index": *3,', '"index": "x",', text, count=1))
     assert main(["report", str(edited), "--html", str(tmp_path / "r.html")]) == 2
     assert "a record has a field of the wrong type" in capsys.readouterr().err
+
+
+def test_markdown_cells_hold_data_as_text_and_every_report_shows_confidence_alike():
+    """An op name with a newline split the Markdown row, and its '<b>' went through as HTML; the HTML showed a
+    confidence of 1 as '1' where the terminal and the Markdown show '1.000'."""
+    from fusebisect.report.html import render_run
+    from fusebisect.report.markdown import render_run_markdown
+    from fusebisect.report.model import RunView
+
+    first = {"op": 'f|\n<b>&"Ml', "tensor": "t:output:0", "cosine": 0.5, "max_abs_error": 1.0,
+             "pass_names": ["GeluFusionPass"], "ub_pass_name": None, "ground_truth": []}
+    view = RunView(result={"status": "found", "message": "m", "culprits": [
+        {"rules": ["GeluFusionPass"], "confidence": 1.0, "direction": "on", "fused_ops": ['f|\n<b>&"Ml']}]},
+        dumps={"rows": [], "first_divergence": first})
+    md = render_run_markdown(view)
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "GeluFusionPass" in line]
+    assert len(rows) == 2 and all(r.endswith(" |") for r in rows), rows   # the culprit's and the divergence's
+    assert "<b>" not in md and "&lt;b&gt;&amp;" in md and "f\\| &lt;b&gt;" in md
+    assert "| 1.000 |" in md and "<td>1.000</td>" in render_run(view)

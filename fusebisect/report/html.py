@@ -14,8 +14,8 @@ from typing import Any
 
 from fusebisect.report import plots
 from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_origin,
-                                     divergence_row, execution_facts, production_cfg_title, trial_note,
-                                     unfinished_text)
+                                     divergence_row, execution_facts, fmt_confidence, production_cfg_title,
+                                     trial_note, unfinished_text)
 from fusebisect.textutil import fmt_metric, fmt_number, window_start
 
 _CSS = """
@@ -123,7 +123,7 @@ def render_run(view: RunView, *, catalog=None, production_cfg: str | None = None
     else:
         body.append(verdict(status, f"<b>{esc(status.replace('_', ' '))}</b>: {esc(result.get('message', ''))}"))
     if culprits:
-        rows = [[rule, kind or "-", fmt_number(confidence, 3), direction, fused or "-", description or "-"]
+        rows = [[rule, kind or "-", fmt_confidence(confidence), direction, fused or "-", description or "-"]
                 for rule, kind, confidence, direction, fused, description in culprit_rows(view, catalog)]
         body.append(section("Culprits", table(
             ["rule", "kind", "confidence", "direction", "fused ops it touched", "catalog description"], rows)))

@@ -5,16 +5,19 @@ from __future__ import annotations
 import shlex
 
 from fusebisect.report.model import (DIVERGENCE_HEADERS, RunView, command_line, culprit_rows, divergence_origin,
-                                     divergence_row, execution_facts, production_cfg_title, trial_note,
-                                     unfinished_text)
+                                     divergence_row, execution_facts, fmt_confidence, production_cfg_title,
+                                     trial_note, unfinished_text)
 
 
 def _cell(value) -> str:
+    """A table cell: one line (a newline would end the row), '|' escaped, and text from data (an op name) shown
+    as text, never read as HTML."""
     if value is None:
         return "-"
     if isinstance(value, float):
         return f"{value:.6g}"
-    return str(value).replace("|", "\\|")
+    text = " ".join(str(value).splitlines())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
 def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | None = None) -> str:
@@ -45,8 +48,7 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
         lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
                   "|---|---|---|---|---|---|"]
         for rule, kind, confidence, *rest in culprit_rows(view, catalog):   # 3 decimals, as the terminal and HTML
-            shown = f"{confidence:.3f}" if isinstance(confidence, float) else confidence
-            lines.append("| " + " | ".join(_cell(v) for v in (rule, kind, shown, *rest)) + " |")
+            lines.append("| " + " | ".join(_cell(v) for v in (rule, kind, fmt_confidence(confidence), *rest)) + " |")
         lines.append("")
     if view.trials:
         lines += ["## Executions", "", "| # | role | rules off | outcome | metric | seconds | note |",

@@ -333,6 +333,11 @@ def divergence_origin(first: dict) -> str | None:
     return origin_text(first, "in the row")
 
 
+def fmt_confidence(value: Any) -> str:
+    """A culprit's confidence as every report shows it: 3 decimals ('1.000'), '-' when there is none."""
+    return f"{value:.3f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
 def command_line(view: RunView) -> str:
     """The run's command as a shell line, in the directory its runs had (``cd DIR && CMD``) when journaled."""
     import shlex
