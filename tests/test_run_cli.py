@@ -50,6 +50,11 @@ def test_missing_program_exits_2(capsys, tmp_path):
     (b"#!/bin/sh\r\nexit 0\r\n", "its #! line ends in a carriage return (saved with CRLF line ends)"),
     (b"#!/no/such/interpreter -e\nexit 0\n", "its #! line names the interpreter /no/such/interpreter, which does not"),
     (b"exit 0\n", "a script without a #! line, which exec cannot start"),
+    (b"#!/usr/bin/env python3\r\nimport sys\r\n", "its #! line ends in a carriage return"),   # env's program
+    (b"#!/bin/sh -e\r\nexit 0\r\n", "its #! line ends in a carriage return"),   # an argument of the interpreter
+    (b"#!/usr/bin/env no-such-python-9\nprint(1)\n", "its #! line runs no-such-python-9 through env, and no "
+                                                        "no-such-python-9 is on the PATH"),
+    (b"", "an empty file, which exec cannot start"),
 ])
 def test_a_script_exec_cannot_start_is_refused_before_any_run(capsys, tmp_path, text, why):
     """exec said "No such file or directory" of a script that is there (its #! interpreter is not), after the

@@ -86,39 +86,47 @@ def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathL
             return "it is a directory"
         if not os.access(path, os.X_OK):
             return "not executable (chmod +x?)"
-        return interpreter_problem(path, cwd)
+        return interpreter_problem(path, cwd, env)
     found = shutil.which(program, path=env.get("PATH", os.defpath))
     if found is None:
         return "not found on PATH"
-    return interpreter_problem(Path(found), cwd)
+    return interpreter_problem(Path(found), cwd, env)
 
 
-def interpreter_problem(path: Path, cwd: str | os.PathLike | None) -> str | None:
-    """Why the kernel would refuse to start script ``path`` through its ``#!`` line (an interpreter that does not
-    exist, a line saved with a CRLF end), or None: exec would only say "No such file or directory", of a file
-    that is there."""
+def interpreter_problem(path: Path, cwd: str | os.PathLike | None,
+                        env: Mapping[str, str] | None = None) -> str | None:
+    """Why the kernel would refuse to start script ``path`` (an empty file, text without a ``#!`` line), or why
+    its ``#!`` line would fail (an interpreter that does not exist, ``env`` naming a program not on the PATH, a
+    line saved with a CRLF end), or None: exec would only say "No such file or directory" (or env "exit 127"),
+    of a file that is there."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(256)
+            head = handle.read(512)
     except OSError:
         return None   # exec says why
+    if not head:
+        return "an empty file, which exec cannot start (a script needs a #! line, e.g. #!/bin/sh)"
     if not head.startswith(b"#!"):
-        if head and b"\0" not in head and not head.startswith(b"\x7fELF"):   # text, not a program
+        if b"\0" not in head and not head.startswith(b"\x7fELF"):   # text, not a program
             return f"a script without a #! line, which exec cannot start (add one, e.g. #!/bin/sh, or run: bash {path})"
         return None
-    line = head[2:].split(b"\n", 1)[0].lstrip(b" \t")
-    interpreter = re.split(rb"[ \t]", line, maxsplit=1)[0]
-    if not interpreter:
+    line = head[2:].split(b"\n", 1)[0].strip(b" \t")
+    if line.endswith(b"\r"):   # the interpreter, or its last argument, ends in CR: python3\r, -e\r
+        return (f"its #! line ends in a carriage return (saved with CRLF line ends): "
+                f"{os.fsdecode(line)!r} cannot start it (convert the file: dos2unix {path})")
+    words = [os.fsdecode(w) for w in re.split(rb"[ \t]+", line) if w]
+    if not words:
         return None
-    shown = os.fsdecode(interpreter)
-    if interpreter.endswith(b"\r"):
-        return (f"its #! line ends in a carriage return (saved with CRLF line ends), so the interpreter is "
-                f"{shown!r}, which does not exist (convert the file: dos2unix {path})")
-    target = Path(cwd or ".") / shown
+    target = Path(cwd or ".") / words[0]
     if not target.exists():
-        return f"its #! line names the interpreter {shown}, which does not exist"
+        return f"its #! line names the interpreter {words[0]}, which does not exist"
     if target.is_dir() or not os.access(target, os.X_OK):
-        return f"its #! line names the interpreter {shown}, which is not an executable file"
+        return f"its #! line names the interpreter {words[0]}, which is not an executable file"
+    if target.name == "env":   # #!/usr/bin/env python3: the program env looks for on the PATH
+        program = next((w for w in words[1:] if not w.startswith("-")), None)
+        search = (env if env is not None else os.environ).get("PATH", os.defpath)
+        if program is not None and "=" not in program and shutil.which(program, path=search) is None:
+            return f"its #! line runs {program} through env, and no {program} is on the PATH"
     return None
 
 
