@@ -972,6 +972,14 @@ def test_dump_trees_of_other_shapes_are_compared_one_leaf_at_a_time(tmp_path):
     bad, notes = compared(tmp_path / "c" / "my", tmp_path / "c" / "gold")
     assert bad and "read as the ranks of one run" in notes[0] and any("compared run 20260101000000, device 0" in n
                                                                       for n in notes)
+    # a golden .npy directory reached through a link ("no golden .npy files found")
+    (tmp_path / "d" / "gold").mkdir(parents=True)
+    np.save(tmp_path / "d" / "gold" / f"m.0.{TS}.npy", X)
+    (tmp_path / "d" / "linked").mkdir()
+    (tmp_path / "d" / "linked" / "it0").symlink_to(tmp_path / "d" / "gold")
+    _dump(tmp_path / "d" / "my", "m", -X, 1)
+    bad, _notes = compared(tmp_path / "d" / "my", tmp_path / "d" / "linked")
+    assert bad
     # a file that is no op dump (a hashed name whose mapping.csv was not copied)
     (tmp_path / "c" / "my" / "20260101000000" / "0" / "net" / "1" / "0" / "0123456789").write_bytes(b"x")
     _bad, notes = compared(tmp_path / "c" / "my", tmp_path / "c" / "gold")

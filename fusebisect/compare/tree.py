@@ -186,6 +186,20 @@ def _scan_dir(directory: Path, files: list[str], tree: DumpTree) -> None:
         tree.entries.append(DumpEntry(path, parsed, *layout))
 
 
+def walk(root: Path):
+    """Yield (directory, its file names sorted) under ``root``, in sorted order: a link to a directory is
+    followed (an iteration kept elsewhere), a loop of links is not."""
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        dirnames.sort()
+        yield Path(dirpath), sorted(filenames)
+
+
 def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpTree:
     """Return every op dump under ``path`` (dump_path root, timestamp dir, leaf dir, or one file).
 
@@ -205,15 +219,8 @@ def scan_dumps(path: str | os.PathLike[str], *, validate: bool = False) -> DumpT
             tree.bad.append((root, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
                                    "{stream_id}.{timestamp}"))
     elif root.is_dir():
-        seen: set[str] = set()   # directories entered (a link to a directory is followed, a loop is not)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-            real = os.path.realpath(dirpath)
-            if real in seen:
-                dirnames[:] = []
-                continue
-            seen.add(real)
-            dirnames.sort()
-            _scan_dir(Path(dirpath), sorted(filenames), tree)
+        for directory, filenames in walk(root):
+            _scan_dir(directory, filenames, tree)
     else:
         raise DumpFormatError(_missing_reason(root), path=root)
     if validate:
@@ -414,9 +421,9 @@ def scan_golden(path: str | os.PathLike[str], repeated: list | None = None, *,
         candidates = [(root, read_mapping(root.parent).get(root.name, root.name))]
     elif root.is_dir():
         candidates = []
-        for d, _, files in os.walk(root):
-            mapping = read_mapping(Path(d)) if MAPPING_FILE in files else {}   # over-long names are hashed
-            candidates += [(Path(d) / f, mapping.get(f, f)) for f in sorted(files)]
+        for d, files in walk(root):
+            mapping = read_mapping(d) if MAPPING_FILE in files else {}   # over-long names are hashed
+            candidates += [(d / f, mapping.get(f, f)) for f in files]
     else:
         raise DumpFormatError(_missing_reason(root), path=root)
     found: dict[tuple[str, int], GoldenEntry] = {}
@@ -443,8 +450,8 @@ def is_golden_dir(path: str | os.PathLike[str]) -> bool:
     if not root.is_dir():
         return False
     golden = False
-    for dirpath, _, files in os.walk(root):
-        mapping = read_mapping(Path(dirpath)) if MAPPING_FILE in files else {}
+    for dirpath, files in walk(root):
+        mapping = read_mapping(dirpath) if MAPPING_FILE in files else {}
         for fname in files:
             name = mapping.get(fname, fname)   # a hashed file stands for its original name
             if _GOLDEN_NAME.match(name):
