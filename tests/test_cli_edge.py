@@ -437,3 +437,27 @@ def test_a_global_option_after_the_command_says_where_it_goes(capsys):
     err = capsys.readouterr().err
     assert "No such option: --quiet; it is an option of fusebisect itself: put it before the command" in err
     assert err.count("\n") == 1
+
+
+def test_one_document_on_stdout(tmp_path):
+    """`--csv -` or `--html -` with --json printed the CSV/HTML and the JSON on stdout, one after the other, and
+    without --json the terminal table followed the CSV: two documents on stdout are refused, and a file on
+    stdout is printed alone."""
+    import numpy as np
+
+    from fusebisect.compare.dumpfile import write_dump
+
+    x = np.arange(6, dtype=np.float32)
+    for side in ("my", "gold"):
+        write_dump(tmp_path / side / "Add.a.1.0.1700000000000001", op_name="a", inputs=[x], outputs=[x])
+    base = [sys.executable, "-m", "fusebisect", "compare", str(tmp_path / "my"), str(tmp_path / "gold")]
+    for extra, said in ((["--csv", "-", "--json"], "--csv - and --json: both would go to stdout"),
+                        (["--csv", "-", "--html", "/dev/stdout"], "--csv - and --html /dev/stdout: both would go")):
+        res = subprocess.run([*base, *extra], capture_output=True, text=True)
+        assert res.returncode == 2 and said in res.stderr and res.stdout == "", res.stderr
+    res = subprocess.run([*base, "--csv", "-"], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.startswith("Index,OpType,") and "compare (" not in res.stdout
+    assert len(res.stdout.splitlines()) == 3   # the header and the two rows, nothing after them
+    res = subprocess.run([sys.executable, "-m", "fusebisect", "overflow", str(tmp_path / "my"), "--scan", "--json",
+                          "--html", "-"], capture_output=True, text=True)
+    assert res.returncode == 2 and "--html - and --json: both would go to stdout" in res.stderr

@@ -162,6 +162,7 @@ def register(app: typer.Typer) -> None:
         for flag, out in (("--csv", csv_out), ("--html", html_out)):
             refuse_inside_inputs(out, flag, [my, golden, my_graph, golden_graph])
             check_output_file(out, flag)
+        on_stdout = common.stdout_outputs([("--csv", csv_out), ("--html", html_out)], json_out)
         if csv_out is not None and html_out is not None and csv_out.resolve() == html_out.resolve():
             raise UsageError(f"--csv and --html name the same file {csv_out}: the second would replace the first")
         if engine == "msaccucmp":
@@ -216,7 +217,7 @@ def register(app: typer.Typer) -> None:
                                "unmatched": [{"op": u["op"], "side": u["side"], "reason": u["reason"]}
                                              for u in report.unmatched], "notes": list(report.notes),
                                "tensors": rows})
-        else:
+        elif not on_stdout:   # (the CSV or HTML is on stdout: the table is not printed after it)
             _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top, skipped=not_compared)
         if report.first_divergence:
             raise typer.Exit(1)

@@ -134,6 +134,7 @@ def register(app: typer.Typer) -> None:
 
         refuse_inside_inputs(html_out, "--html", [dump_dir, graph])
         check_output_file(html_out, "--html")
+        on_stdout = common.stdout_outputs([("--html", html_out)], json_out)
         report = analyse(dump_dir, graph=graph, limit=limit, scan=scan)
         for path, message in report.problems:
             common.log(f"warning: {path}: {message}")
@@ -148,7 +149,7 @@ def register(app: typer.Typer) -> None:
             common.log_wrote(html_out)
         if json_out:
             common.print_json(report.to_json())
-        else:
+        elif not on_stdout:   # (the HTML is on stdout: the panels are not printed after it)
             _render(report)
         if report.unreadable and not report.total:
             raise DumpFormatError(f"{report.unreadable_summary()}: {_unreadable_consequence(report)}")

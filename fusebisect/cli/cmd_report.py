@@ -78,6 +78,7 @@ def register(app: typer.Typer) -> None:
             if out is not None and real_path(out) in own:   # resolved: w/../w/journal.jsonl, a linked workdir
                 raise UsageError(f"{flag} {out}: that is the run's own {own[real_path(out)]}, which the report "
                                  "is read from")
+        common.stdout_outputs([("--html", html), ("--markdown", markdown)], as_json)
         if html is not None and markdown is not None and real_path(html) == real_path(markdown):
             raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)

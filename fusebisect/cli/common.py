@@ -9,6 +9,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -62,6 +63,20 @@ def log_wrote(path: Any) -> None:
 
     if not is_stream_path(path):
         log(f"wrote {path}")
+
+
+def stdout_outputs(outputs: list[tuple[str, Any]], json_out: bool) -> bool:
+    """Check that at most one document goes to stdout: of the output files (``(flag, path)``, ``-`` or
+    /dev/stdout for stdout) and --json. Returns True when an output file is stdout (the command then prints
+    nothing else there: no table after an HTML page). Raises UsageError for two on stdout."""
+    from fusebisect.errors import UsageError
+    from fusebisect.fsutil import stream_fd
+
+    on_stdout = [f"{flag} {path}" for flag, path in outputs if path is not None and stream_fd(Path(path)) == 1]
+    if len(on_stdout) > 1 or (on_stdout and json_out):
+        both = " and ".join(on_stdout + (["--json"] if json_out else []))
+        raise UsageError(f"{both}: both would go to stdout; give a file for one of them")
+    return bool(on_stdout)
 
 
 def print_json(obj: Any) -> None:
