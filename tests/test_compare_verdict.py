@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -985,3 +986,66 @@ def test_dump_trees_of_other_shapes_are_compared_one_leaf_at_a_time(tmp_path):
     _bad, notes = compared(tmp_path / "c" / "my", tmp_path / "c" / "gold")
     assert any(n.startswith("1 file(s) in ") and "are not op dumps and were left out (first: " in n
                and "0123456789" in n for n in notes), notes
+
+
+@pytest.mark.msaccucmp
+def test_the_msaccucmp_engine_answers_as_the_native_one(tmp_path, capsys, msaccucmp):
+    """Three ways the msaccucmp engine answered otherwise: an input's divergence blamed the reading op's passes,
+    not its producer's; a truncated dump read 'There is no dump file' and the rest 'no divergence' (exit 0);
+    and its reasons named the temporary links it read, gone once it was done."""
+    _fused_and_unfused(tmp_path, "nano")
+    fused, unfused = tmp_path / "fused", tmp_path / "unfused"
+    base = ["compare", str(fused / "dump"), str(unfused / "dump"), "--my-graph", str(fused / "graph"),
+            "--golden-graph", str(unfused / "graph"), "--json"]
+    engine = ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]
+    firsts = []
+    for extra in ([], engine):
+        assert main([*base, "--op", "ln_LayerNorm", *extra]) == 1
+        first = json.loads(capsys.readouterr().out)["first_divergence"]
+        firsts.append((first["input_of"], first["producer"]["op"], first["pass_names"]))
+    assert firsts[0] == firsts[1] == ("ln_LayerNorm", "fc1_MatMul", ["MatMulBiasAddFusionPass"])
+    # a clean pair but for one cut-short dump: no verdict (exit 2) from either engine
+    good = tmp_path / "good"
+    shutil.copytree(fused, good)
+    [cut] = list((good / "dump").rglob("LayerNorm.ln_LayerNorm.*"))
+    cut.write_bytes(cut.read_bytes()[:-100])
+    for extra in ([], engine):
+        assert main(["compare", str(good / "dump"), str(fused / "dump"), *extra]) == 2
+        assert "1 dump file(s) could not be read" in capsys.readouterr().err
+    # the reasons name the user's files
+    zero = tmp_path / "zero"
+    for side, data in (("my", np.zeros(4, np.float32)), ("gold", np.ones(4, np.float32))):
+        write_dump(zero / side / "20240101000000" / "0" / "g" / "1" / "0" / f"Add.z.1.0.{TS}", op_name="z",
+                   inputs=[], outputs=[data], encoding="nano")
+    assert main(["compare", str(zero / "my"), str(zero / "gold"), "--json", *engine]) == 1
+    reasons = " ".join(t["reason"] or "" for t in json.loads(capsys.readouterr().out)["tensors"])
+    assert str(zero / "my") in reasons and "fusebisect_msaccucmp_" not in reasons, reasons
+
+
+@pytest.mark.msaccucmp
+def test_the_msaccucmp_engine_compares_the_golden_step_the_native_one_does(tmp_path, capsys, msaccucmp):
+    """A golden .npy directory of two steps went to msaccucmp whole: it took the newest file of each name, so
+    --iteration earliest compared step 0's dumps with step 3's golden (first divergence: the model's input)."""
+    import io
+
+    from fusebisect.sim.options import resolve
+    from fusebisect.sim.train import run
+
+    all_off = tmp_path / "all-off.cfg"
+    all_off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}\n')
+    env = {"ASCEND_WORK_PATH": str(tmp_path / "f"), "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(tmp_path / "graph")}
+    assert run(resolve(["--steps", "4", "--dump-step", "0,3", "--dump-path", str(tmp_path / "my"), "--dump-encoding",
+                        "nano", "--faulty", "LayerNormFusionPass"], env), stdout=io.StringIO(),
+               stderr=io.StringIO()).exit_code == 0
+    assert run(resolve(["--steps", "4", "--dump-step", "0,3", "--dump-path", str(tmp_path / "u"), "--dump-encoding",
+                        "nano", "--fusion-switch-file", str(all_off), "--dump-golden", str(tmp_path / "gold")],
+                       {"ASCEND_WORK_PATH": str(tmp_path / "u")}), stdout=io.StringIO(),
+               stderr=io.StringIO()).exit_code == 0
+    seen = []
+    for extra in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        assert main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--my-graph", str(tmp_path / "graph"),
+                     "--iteration", "earliest", "--json", *extra]) == 1
+        doc = json.loads(capsys.readouterr().out)
+        seen.append((doc["first_divergence"]["tensor"], round(doc["first_divergence"]["cosine"], 6),
+                     any("the earliest (--iteration earliest) of each was compared" in n for n in doc["notes"])))
+    assert seen[0] == seen[1] and seen[0][0] == "ln_LayerNorm:output:0" and seen[0][2], seen

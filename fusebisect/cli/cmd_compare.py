@@ -169,13 +169,7 @@ def register(app: typer.Typer) -> None:
             from fusebisect.compare.msaccucmp_adapter import run_msaccucmp
             report = run_msaccucmp(my, golden, my_graph=my_graph, golden_graph=golden_graph, script=msaccucmp,
                                    cosine=cosine, max_abs_error=max_abs_error, ffts_direct=ffts_direct,
-                                   leaf=iteration)
-            if op is not None:   # msaccucmp compared everything: keep that op's rows, and judge only them
-                from fusebisect.compare.engine import first_divergence
-                report.rows = [r for r in report.rows if op in r.my_op.split(",")]
-                if not report.rows:
-                    raise UsageError(f"--op {op}: no such op in the comparison")
-                report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
+                                   leaf=iteration, op=op)
         else:
             from fusebisect.compare.engine import compare_dumps
             report = compare_dumps(my, golden, my_graph=my_graph, golden_graph=golden_graph, cosine=cosine,

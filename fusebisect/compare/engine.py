@@ -15,7 +15,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from fusebisect.compare.metrics import (BATCH_ELEMENTS, ALGORITHMS, FLOAT_EPSILO
                                         compare_batch, nan_value, normalize_algorithms)
 from fusebisect.errors import DumpFormatError, FusebisectError, UsageError
 from fusebisect.fsutil import missing_reason
+
+if TYPE_CHECKING:
+    from fusebisect.compare.tree import DumpTree
 
 PRIVATE_FORMATS = {"NC1HWC0", "FRACTAL_Z", "FRACTAL_NZ", "NDC1HWC0", "C1HWNCoC0", "FRACTAL_Z_3D",
                    "NC1HWC0_C04", "FRACTAL_Z_C04"}
@@ -156,6 +159,60 @@ def _dir_has_npy(path: Path) -> bool:
         return False
 
 
+@dataclass
+class ChosenInputs:
+    """What both engines compare: one leaf of each dump tree (``golden`` None for a golden .npy directory, whose
+    chosen files are ``golden_npy_entries``), and the notes saying what was chosen and why."""
+
+    my: DumpTree
+    golden: DumpTree | None
+    golden_npy: bool
+    golden_npy_entries: dict | None
+    notes: list[str]
+
+
+def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: str = "latest") -> ChosenInputs:
+    """Scan both sides and keep what is compared: one (device, model, iteration) leaf of each dump tree
+    (``tree.one_leaf``), or of a golden .npy directory the newest (``leaf`` 'earliest': oldest) file of each
+    output; with notes for what was left out (files that are no op dumps, other steps). Raises DumpFormatError
+    for a golden spread over several directories."""
+    from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps, scan_golden
+
+    my_tree = scan_dumps(my_path)
+    golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
+    golden_tree = None if golden_npy else scan_dumps(golden_path)
+    iterations = {e.iteration for e in my_tree.entries}
+    my_tree, golden_tree, notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
+    for tree in (my_tree, golden_tree):   # what was found but is no op dump is said, not silently dropped
+        if tree is not None and tree.bad:
+            where, why = tree.bad[0]
+            notes.append(f"{len(tree.bad)} file(s) in {tree.root} are not op dumps and were left out (first: "
+                         f"{where}: {why})")
+
+    def step(it: str | None) -> tuple:   # iteration dirs are numbers ("10" after "9")
+        return (0, int(it), "") if it and it.isdigit() else (1, 0, it or "")
+
+    compared_first = (min(map(step, {e.iteration for e in my_tree.entries}), default=None)
+                      == min(map(step, iterations), default=None))
+    if leaf == "latest" and with_graph and not golden_npy and len(iterations) > 1 and not compared_first:
+        # fused vs unfused: a later step ran on weights a faulty fusion has already drifted, so its first
+        # divergence is wherever the drift shows first, not the fusion's own op
+        notes.append("fused vs unfused over several steps: the later ones ran on weights a faulty fusion has "
+                     "already drifted, so their first divergence need not be the fusion's; compare the "
+                     "earliest step for that (--iteration earliest)")
+    entries = None
+    if golden_npy:
+        repeated: list[tuple[str, int]] = []
+        entries = scan_golden(golden_path, repeated, earliest=leaf == "earliest")
+        if repeated:
+            again, again_index = repeated[0]
+            which = "earliest (--iteration earliest)" if leaf == "earliest" else "newest"
+            notes.append(f"the golden in {golden_path} holds several dumps of {len(repeated)} output(s) (e.g. "
+                         f"{again} output {again_index}: several steps?): the {which} of each was compared; "
+                         "give a directory of the one step your dump is")
+    return ChosenInputs(my_tree, golden_tree, golden_npy, entries, notes)
+
+
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
                   jobs: int | None = 1, ffts_direct: bool = False, leaf: str = "latest",
@@ -176,8 +233,6 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
-    from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps, scan_golden
-
     algorithms = normalize_algorithms(algorithms)
     if leaf not in ("latest", "earliest"):
         raise UsageError(f"leaf must be 'latest' or 'earliest', got {leaf!r}")
@@ -186,40 +241,14 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise UsageError(f"{my_path}: {missing_reason(my_path, 'no such dump location')}")
     if not golden_path.exists():
         raise UsageError(f"{golden_path}: {missing_reason(golden_path, 'no such golden location')}")
-    my_tree = scan_dumps(my_path)
     with_graph = my_graph is not None
-    golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
-    golden_tree = None if golden_npy else scan_dumps(golden_path)
-    iterations = {e.iteration for e in my_tree.entries}
-    my_tree, golden_tree, leaf_notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
-    for tree in (my_tree, golden_tree):   # what was found but is no op dump is said, not silently dropped
-        if tree is not None and tree.bad:
-            where, why = tree.bad[0]
-            leaf_notes.append(f"{len(tree.bad)} file(s) in {tree.root} are not op dumps and were left out (first: "
-                              f"{where}: {why})")
-    def step(it: str | None) -> tuple:   # iteration dirs are numbers ("10" after "9")
-        return (0, int(it), "") if it and it.isdigit() else (1, 0, it or "")
-
-    compared_first = (min(map(step, {e.iteration for e in my_tree.entries}), default=None)
-                      == min(map(step, iterations), default=None))
-    if leaf == "latest" and my_graph is not None and not golden_npy and len(iterations) > 1 and not compared_first:
-        # fused vs unfused: a later step ran on weights a faulty fusion has already drifted, so its first
-        # divergence is wherever the drift shows first, not the fusion's own op
-        leaf_notes.append("fused vs unfused over several steps: the later ones ran on weights a faulty fusion has "
-                          "already drifted, so their first divergence need not be the fusion's; compare the "
-                          "earliest step for that (--iteration earliest)")
+    chosen = choose_inputs(my_path, golden_path, with_graph=with_graph, leaf=leaf)
+    my_tree, golden_tree, golden_npy, leaf_notes = chosen.my, chosen.golden, chosen.golden_npy, chosen.notes
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:
         raise DumpFormatError(f"no op dump files found in {my_path}")
     if golden_tree is None:
-        repeated: list[tuple[str, int]] = []
-        golden_index = mp.index_golden(scan_golden(golden_path, repeated, earliest=leaf == "earliest"))
-        if repeated:
-            again, again_index = repeated[0]
-            which = "earliest (--iteration earliest)" if leaf == "earliest" else "newest"
-            leaf_notes.append(f"the golden in {golden_path} holds several dumps of {len(repeated)} output(s) (e.g. "
-                              f"{again} output {again_index}: several steps?): the {which} of each was compared; "
-                              "give a directory of the one step your dump is")
+        golden_index = mp.index_golden(chosen.golden_npy_entries)
     else:
         golden_index = mp.index_tree(golden_tree, graph=with_graph, direct=ffts_direct)
         if not golden_index.files:

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from fusebisect.compare import mapping as mp
-from fusebisect.compare.engine import (SCALAR_FLOOR, CompareReport, CompareRow, first_divergence,
+from fusebisect.compare.engine import (SCALAR_FLOOR, CompareReport, CompareRow, _blame_producer, first_divergence,
                                        quantized_against_float)
 from fusebisect.compare.metrics import ALGORITHMS, NAN_TEXT, Value, nan_value
 from fusebisect.compare.pbtext import decode_text
@@ -70,31 +70,77 @@ def _flat_dir(path: Path, tree, workdir: Path, label: str) -> Path:
     return flat
 
 
+def _flat_npy(path: Path, entries: dict, workdir: Path) -> Path:
+    """The golden .npy files the native engine compares (one per output: the newest, or with --iteration earliest
+    the oldest) as one flat directory: ``path`` itself when it holds just those, else symlinks in ``workdir``."""
+    files = {e.path for e in entries.values()}
+    if path.is_dir() and {p for p in path.iterdir() if p.name.endswith(".npy")} == files:
+        return path
+    flat = workdir / "golden"
+    flat.mkdir()
+    for file in files:
+        os.symlink(file.resolve(), flat / file.name)
+    return flat
+
+
+def _unreadable_files(tree, side: str) -> list[dict]:
+    """The dump files of ``tree`` that cannot be read (cut short, empty, corrupt), as the native engine records
+    them in ``unmatched`` (with ``file``)."""
+    from fusebisect.compare.dumpfile import read_dump
+
+    out = []
+    for entry in tree.entries:
+        try:
+            read_dump(entry.path)
+        except (FusebisectError, OSError) as exc:
+            out.append({"op": entry.op_name, "side": side, "reason": str(exc), "file": str(entry.path)})
+    return out
+
+
+def _real_paths(report: CompareReport, workdir: Path) -> None:
+    """msaccucmp's reasons name the files it read: the symlinks of the temporary flat directories, gone once it is
+    done. They are named by the files they stand for."""
+    links = {}
+    for flat in (workdir / "my", workdir / "golden"):
+        if flat.is_dir():
+            links.update({str(link): os.path.realpath(link) for link in flat.iterdir() if link.is_symlink()})
+    if not links:
+        return
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(links, key=len, reverse=True)))
+    for row in report.rows:
+        if row.fail_reason:
+            row.fail_reason = pattern.sub(lambda m: links[m.group(0)], row.fail_reason)
+
+
 def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, algorithms=None,
                   cosine: float = 0.99, max_abs_error: float | None = None, env: dict | None = None,
-                  timeout: float | None = None, ffts_direct: bool = False, leaf: str = "latest") -> CompareReport:
+                  timeout: float | None = None, ffts_direct: bool = False, leaf: str = "latest",
+                  op: str | None = None) -> CompareReport:
     """Runs ``msaccucmp.py compare`` on the two sides and returns its result as a :class:`CompareReport`.
 
     ``ffts_direct`` passes ``-ffts`` (FFTS+ thread files keep their op names). ``leaf``: the iteration of a root
-    holding several, 'latest' or 'earliest' (as :func:`compare_dumps`).
+    holding several, 'latest' or 'earliest' (as :func:`compare_dumps`). ``op``: keep that op's rows only (msaccucmp
+    compares everything), and judge them alone.
 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
     """
+    from fusebisect.compare.engine import choose_inputs
     from fusebisect.compare.graph import load_graph, write_atc_json
-    from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps
 
     script = find_msaccucmp(script)
     my_path, golden_path = Path(my), Path(golden)
     # msaccucmp compares one leaf directory: a root holding several iterations, devices or runs is cut to the
-    # leaf the native engine compares (flattened, they would mix: msaccucmp takes the newest file of each name)
-    golden_npy = is_golden_dir(golden_path)
-    my_tree, golden_tree, leaf_notes = one_leaf(scan_dumps(my_path), None if golden_npy else scan_dumps(golden_path),
-                                                earliest=leaf == "earliest")
+    # leaf the native engine compares (flattened, they would mix: msaccucmp takes the newest file of each name),
+    # and a golden .npy directory to the step the native engine compares
+    chosen = choose_inputs(my_path, golden_path, with_graph=my_graph is not None, leaf=leaf)
+    my_tree, golden_tree, leaf_notes = chosen.my, chosen.golden, chosen.notes
+    unreadable = _unreadable_files(my_tree, "my") + (_unreadable_files(golden_tree, "golden") if golden_tree else [])
     with tempfile.TemporaryDirectory(prefix="fusebisect_msaccucmp_") as tmp:
         work = Path(tmp)
         my_flat = _flat_dir(my_path, my_tree, work, "my")
-        golden_flat = golden_path if golden_npy else _flat_dir(golden_path, golden_tree, work, "golden")
+        golden_flat = (_flat_npy(golden_path, chosen.golden_npy_entries, work) if chosen.golden_npy else
+                       _flat_dir(golden_path, golden_tree, work, "golden"))
         argv = [sys.executable, str(script), "compare", "-m", str(my_flat), "-g", str(golden_flat)]
         graph = None
         if my_graph is not None:
@@ -120,6 +166,7 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])   # one line
             raise FusebisectError(f"msaccucmp failed (exit {proc.returncode}): {tail}")
         report = read_result_csv(csvs[-1], cosine=cosine, max_abs_error=max_abs_error, graph=graph)
+        _real_paths(report, work)
         log_text = proc.stdout + proc.stderr
         missing = re.search(r"Failed to load (\S+\.so)[^\n]*", log_text)
         unparsed = re.search(r"The header content size[^\n]*", log_text)
@@ -137,7 +184,16 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
     for row in report.rows:
         row.timestamp = timestamps.get(mp.lookup_name(row.tensor.split(":")[0]), 0) if row.tensor != NAN_TEXT else 0
+    if op is not None:   # msaccucmp compared everything: keep that op's rows, and judge only them
+        report.rows = [r for r in report.rows if op in r.my_op.split(",")]
+        if not report.rows:
+            raise UsageError(f"--op {op}: no such op in the comparison")
+    # a dump file msaccucmp could not read shows in its CSV as "no dump file": its tensors are not compared, so no
+    # "no divergence" may rest on the others (as with the native engine)
+    report.unmatched += [u for u in unreadable if op is None or u["op"] == op]
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
+    if report.first_divergence is not None:   # an op's input: the producer's passes, as the native engine says
+        _blame_producer(report.first_divergence, report.rows, graph)
     return report
 
 
