@@ -756,7 +756,7 @@ def test_the_html_report_says_how_many_ops_the_limit_left_out_and_where_each_op_
     assert main(["overflow", str(tmp_path), "--limit", "2", "--html", str(html)]) == 1
     text = " ".join(html.read_text(encoding="utf-8").split())
     assert "4 overflowing ops in all; showing the first 2 (--limit 2)." in text
-    assert "iteration dir: <code>0/ge_default/1/0</code>" in text
+    assert "dumped on: device 0, model ge_default (id 1), iteration 0" in text
     assert f"Mul.mul0.10.0.{T0}</code>" in text and "Opdebug.Node_OpDebug.30.0." in text
     assert "mul2" not in text
 

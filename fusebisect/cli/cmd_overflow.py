@@ -48,7 +48,7 @@ def _render(report) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from fusebisect.compare.overflow import INVALID_IDS
+    from fusebisect.compare.overflow import INVALID_IDS, iteration_text
 
     console = common.out()
     what = "abnormal ops (scan)" if report.mode == "scan" else "overflowing ops"
@@ -72,10 +72,8 @@ def _render(report) -> None:
             body.add_row(f"timestamp {ov.timestamp}")
         for meaning in ov.meanings:
             body.add_row(f" - {meaning}")
-        it = ov.iteration or {}
-        where = "/".join(str(it[k]) for k in ("device", "model_name", "model_id", "iteration") if it.get(k))
-        if where:
-            body.add_row(f"iteration dir: {where}")
+        if where := iteration_text(ov.iteration):
+            body.add_row(f"dumped on: {where}")
         if ov.pass_names:
             body.add_row(f"fusion rules: {', '.join(ov.pass_names)}")
         if ov.original_ops:

@@ -550,6 +550,17 @@ def _iteration_dict(entry) -> dict:
             "iteration": entry.iteration}
 
 
+def iteration_text(it: dict | None) -> str:
+    """Where an op dump is, for people: 'device 0, model net (id 1), iteration 3' ('' when the layout is not
+    known). Named, not a path: the directories differ between layouts (CANN's, MindSpore's rank_{id})."""
+    it = it or {}
+    parts = [f"device {it['device']}" if it.get("device") is not None else "",
+             (f"model {it['model_name']}" + (f" (id {it['model_id']})" if it.get("model_id") is not None else ""))
+             if it.get("model_name") else "",
+             f"iteration {it['iteration']}" if it.get("iteration") is not None else ""]
+    return ", ".join(p for p in parts if p)
+
+
 def _name_id(entry, attr: str) -> int | None:
     """FFTS+ context/thread id from a dump name (:class:`DumpName` reads msaccucmp's positions); None for
     plain names or invalid (all-ones) ids."""

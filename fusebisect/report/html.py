@@ -279,10 +279,10 @@ def render_overflow(overflows: Sequence[dict[str, Any]], *, dump_dir: str, unrea
         if stats:
             parts.append(table(["tensor", "index", "dtype", "shape", "min", "max", "mean", "NaN", "+Inf", "-Inf",
                                 "fp16 saturated"], stats))
-        it = o.get("iteration") or {}
-        where = "/".join(str(it[k]) for k in ("device", "model_name", "model_id", "iteration") if it.get(k))
-        if where:
-            parts.append(f"<p>iteration dir: <code>{esc(where)}</code></p>")
+        from fusebisect.compare.overflow import iteration_text
+
+        if where := iteration_text(o.get("iteration")):
+            parts.append(f"<p>dumped on: {esc(where)}</p>")
         if o.get("pass_names"):
             parts.append(f"<p>fusion rules of this op: <code>{esc(', '.join(o['pass_names']))}</code></p>")
         if o.get("original_ops"):
