@@ -981,3 +981,48 @@ def test_found_beside_a_rule_that_ignores_its_switch_says_what_a_relative_oracle
     # with a good run defined, there is nothing to caution about
     j = session(target, tmp_path, engine=Search, metric=r"loss ([0-9.]+)", expect=0.4, fresh=True).run().run_json
     assert j["status"] == "found" and "Caution" not in j["message"]
+
+
+NOISY_JOB = textwrap.dedent(r'''
+    import json, os, sys
+    rules = os.environ["T_RULES"].split(",")
+    sw = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"]
+    off = {n for sec in sw.values() for n, v in sec.items() if v == "off"}
+    on = [r for r in rules if r not in off]
+    res = {"session_and_graph_id_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on}}}
+    json.dump(res, open(os.path.join(os.environ["ASCEND_WORK_PATH"], "fusion_result.json"), "w"))
+    counter = os.environ["T_LOG"] + ".n"
+    n = int(open(counter).read()) if os.path.exists(counter) else 0
+    open(counter, "w").write(str(n + 1))
+    # every rule off: a loss that wobbles by 5 % from run to run (--rtol 0.01 is far below it); else bad
+    print("loss %s" % ((0.40, 0.43, 0.37, 0.40, 0.44, 0.36, 0.41)[n % 7] if not on else 0.9))
+''')
+
+
+@pytest.mark.parametrize("end", ["not_fusion", "found"])
+def test_a_noisy_search_whose_all_off_runs_disagree_names_nothing(target, tmp_path, end):
+    """Under a relative --metric, a noise-aware search over a job whose noise is far above --rtol: 'not fusion'
+    (the all-off runs read BAD against an all-off reference: that is the noise itself) said the candidates
+    are not the only cause, twice; and several culprit sets were named with confidence, most of them innocent.
+    Both end inconclusive, saying the noise is larger than the tolerance."""
+    class Scripted(FakeSearch):
+        noisy = True
+
+        def _want(self):
+            all_off = frozenset(self.candidates)
+            if frozenset() not in self.observed:
+                return [frozenset()]
+            if self.order.count(all_off) < 5:
+                return [all_off]
+            culprits = [Culprit(rules=(r,), confidence=0.97) for r in self.candidates[:2]] if end == "found" else []
+            self.done = True
+            self.result = SearchResult(status=end, culprits=culprits, executions=len(self.order), bound=5,
+                                       message=f"scripted {end}", boundary=None)
+            return []
+
+    target.script.write_text(NOISY_JOB)
+    j = session(target, tmp_path, Scripted, metric=r"loss ([0-9.]+)").run().run_json
+    assert j["status"] == "inconclusive" and j["culprits"] == [], j["message"]
+    assert j["message"].startswith("The all-candidates-off runs read BAD against their own middle one in "), \
+        j["message"]
+    assert "the job's run-to-run noise is larger than the tolerance" in j["message"]

@@ -514,6 +514,43 @@ class Session:
                 f"(--metric-mode curve compares every point), give {self._expect_hint()}, or declare --flaky, and "
                 f"rerun with --fresh.")
 
+    def _self_disagreement(self) -> tuple[int, int, TrialRecord | None, TrialRecord | None]:
+        """Under a relative metric oracle: (k, m, one of them, the reference): k of the m all-candidates-off runs
+        besides the reference differ from it beyond the tolerance. Each is a GOOD configuration read BAD: the
+        oracle's own error rate, measured. (0, 0, None, None) under any other oracle."""
+        spec = self.judge.metric
+        ref = self.reference_record()
+        if spec is None or spec.expect is not None or self.judge.dumps is not None or ref is None:
+            return 0, 0, None, None
+        others = [r for r in self.records if r.off == self.all_off and not r.on and r is not ref
+                  and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        apart = [r for r in others if self._metric_disagreement(r, ref) is not None]
+        return len(apart), len(others), (apart[0] if apart else None), ref
+
+    def _noise_beyond_tolerance(self, *, not_fusion: bool = False, sets: int = 0) -> str | None:
+        """A noisy search under a relative metric oracle whose all-candidates-off runs read BAD against their own
+        middle one most of the time (6 runs or more, three in four): a GOOD configuration then reads BAD more
+        often than the noise model allows (it weighs flip rates below 1/2), and it names innocent rules with
+        confidence. The message saying so, or None. At the end, less evidence does: ``not_fusion`` (the search
+        ended 'not fusion', which under this oracle is that noise itself: the reference is an all-off run) with
+        any disagreement; ``sets`` >= 2 culprit sets named while one all-off run in four disagrees (measured:
+        a job whose noise is twice --rtol, 3 of its 10 all-off runs BAD, got a dozen innocent rules named; one
+        whose noise is --rtol, one set, right)."""
+        if not self._noisy_search:
+            return None
+        k, m, apart, ref = self._self_disagreement()
+        if apart is None:
+            return None
+        if not (not_fusion or (sets >= 2 and m >= 3 and 4 * k >= m) or (m >= 6 and 4 * k >= 3 * m)):
+            return None
+        spec = self.judge.metric
+        return (f"The all-candidates-off runs read BAD against their own middle one in {k} of {m} runs (e.g. run "
+                f"{apart.index}: {self._metric_disagreement(apart, ref)}; --rtol {spec.rtol:g}, --atol "
+                f"{spec.atol:g}): the job's run-to-run noise is larger than the tolerance, so a run that reads BAD "
+                f"says little, and no rule can be named from such runs. Raise --rtol above the noise "
+                f"(--metric-mode curve compares every point), or give {self._expect_hint()}, and rerun with "
+                f"--fresh.")
+
     def _metric_disagreement(self, a: TrialRecord, b: TrialRecord) -> str | None:
         """How two runs' metrics differ beyond the tolerance, as the metric oracle compares them ('curve point i:
         x vs y' in curve mode, every point; else 'x vs y'), or None when they agree."""
@@ -1275,7 +1312,7 @@ class Session:
             why = "; ".join(f"run {r.index}: {r.reason or 'invalid'}" for r in refs[:2])
             return (f"The all-candidates-off reference run was INVALID twice ({why}); every other run is judged "
                     f"against it, so nothing can be concluded.")
-        return None
+        return self._noise_beyond_tolerance()
 
     def _maybe_prior(self) -> None:
         """Once baseline and reference both ran with dumps: compare them, journal the rows, and give the first
@@ -1447,7 +1484,8 @@ class Session:
                                   bound=theoretical_bound(len(self.candidates), 1), message=stop)
         else:
             result = self.engine.result
-        if result is not None and (noise := self._reference_noise()) is not None:
+        if result is not None and (noise := self._reference_noise() or self._noise_beyond_tolerance(
+                sets=len(result.culprits) if result.status == "found" else 0)) is not None:
             named = ", ".join("+".join(c.rules) for c in result.culprits)
             # no culprit rests on a reference the job cannot reproduce: none is named, no switch file written
             result = dataclasses.replace(result, status="inconclusive", culprits=[], message=noise + (
@@ -1722,6 +1760,8 @@ class Session:
         """All candidates off and still bad: say what that excludes, and no more. Rules that fired in that run
         without being candidates (switching a pass off can let another fuse the same pattern) leave the
         question open: the verdict is then inconclusive, naming them."""
+        if noise := self._noise_beyond_tolerance(not_fusion=True):   # all-off bad against an all-off run: noise
+            return dataclasses.replace(result, status="inconclusive", message=noise)
         refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome == BAD]
         fired = self.fired_in(refs[-1].paths) if refs else {}
         base = self.baseline_record()
