@@ -35,6 +35,19 @@ def test_usage_errors_exit_2(args, msg, capsys, tmp_path):
     assert msg in err and err.startswith("fusebisect: error: ")
 
 
+def test_scripts_whose_hash_bang_works_are_run(capsys, tmp_path):
+    """env -S splits the rest of the line itself, with options that take values (-u NAME, -C DIR): such a script
+    starts, and was refused ('no FOO is on the PATH')."""
+    for line in ("#!/usr/bin/env -S -u FOO sh", f"#!/usr/bin/env -S -C {tmp_path} sh", "#! /bin/sh -eu"):
+        job = tmp_path / "job.sh"
+        job.write_text(f"{line}\nexit 0\n")
+        job.chmod(0o755)
+        rc = main(["-q", "run", "--rules", "GeluFusionPass", "--workdir", str(tmp_path / "w"), "--fresh", "--",
+                   str(job)])
+        err = capsys.readouterr().err
+        assert rc == 1 and "cannot run command" not in err, (line, err)   # it ran: good with or without Gelu
+
+
 def test_help_has_an_example(capsys):
     rc = main(["run", "--help"])
     out = capsys.readouterr().out
@@ -55,6 +68,8 @@ def test_missing_program_exits_2(capsys, tmp_path):
     (b"#!/usr/bin/env no-such-python-9\nprint(1)\n", "its #! line runs no-such-python-9 through env, and no "
                                                         "no-such-python-9 is on the PATH"),
     (b"", "an empty file, which exec cannot start"),
+    (b"#!/usr/bin/env python3 -u\nprint(1)\n", "its #! line gives env 'python3 -u' as one program name (Linux does "
+                                             "not split the rest of a #! line): write '#!/usr/bin/env -S python3 -u'"),
 ])
 def test_a_script_exec_cannot_start_is_refused_before_any_run(capsys, tmp_path, text, why):
     """exec said "No such file or directory" of a script that is there (its #! interpreter is not), after the

@@ -114,19 +114,33 @@ def interpreter_problem(path: Path, cwd: str | os.PathLike | None,
     if line.endswith(b"\r"):   # the interpreter, or its last argument, ends in CR: python3\r, -e\r
         return (f"its #! line ends in a carriage return (saved with CRLF line ends): "
                 f"{os.fsdecode(line)!r} cannot start it (convert the file: dos2unix {path})")
-    words = [os.fsdecode(w) for w in re.split(rb"[ \t]+", line) if w]
-    if not words:
+    # Linux passes the rest of the line, whitespace and all, to the interpreter as one argument
+    interpreter, _sep, argument = os.fsdecode(line).replace("\t", " ").partition(" ")
+    argument = argument.strip(" ")
+    if not interpreter:
         return None
-    target = Path(cwd or ".") / words[0]
+    target = Path(cwd or ".") / interpreter
     if not target.exists():
-        return f"its #! line names the interpreter {words[0]}, which does not exist"
+        return f"its #! line names the interpreter {interpreter}, which does not exist"
     if target.is_dir() or not os.access(target, os.X_OK):
-        return f"its #! line names the interpreter {words[0]}, which is not an executable file"
-    if target.name == "env":   # #!/usr/bin/env python3: the program env looks for on the PATH
-        program = next((w for w in words[1:] if not w.startswith("-")), None)
+        return f"its #! line names the interpreter {interpreter}, which is not an executable file"
+    if target.name == "env" and argument:   # #!/usr/bin/env python3: the program env looks for on the PATH
+        if argument.startswith("-"):
+            options = argument.split()[0]
+            if "S" in options or argument.startswith("--split-string"):
+                return None   # env -S splits the rest itself (its options may take values: not second-guessed)
+            if len(argument.split()) > 1:
+                return (f"its #! line gives env {argument!r} as one argument (Linux does not split the rest of a "
+                        f"#! line), which env cannot run: write '#!{interpreter} -S {argument}'")
+            return None
+        if "=" in argument:
+            return None   # an assignment: env's business
+        if len(argument.split()) > 1:
+            return (f"its #! line gives env {argument!r} as one program name (Linux does not split the rest of a "
+                    f"#! line): write '#!{interpreter} -S {argument}'")
         search = (env if env is not None else os.environ).get("PATH", os.defpath)
-        if program is not None and "=" not in program and shutil.which(program, path=search) is None:
-            return f"its #! line runs {program} through env, and no {program} is on the PATH"
+        if shutil.which(argument, path=search) is None:
+            return f"its #! line runs {argument} through env, and no {argument} is on the PATH"
     return None
 
 
