@@ -1010,8 +1010,10 @@ def test_the_msaccucmp_engine_answers_as_the_native_one(tmp_path, capsys, msaccu
     [cut] = list((good / "dump").rglob("LayerNorm.ln_LayerNorm.*"))
     cut.write_bytes(cut.read_bytes()[:-100])
     for extra in ([], engine):
-        assert main(["compare", str(good / "dump"), str(fused / "dump"), *extra]) == 2
-        assert "1 dump file(s) could not be read" in capsys.readouterr().err
+        for my_side, golden_side in ((good, fused), (fused, good)):   # the cut file on either side
+            assert main(["compare", str(my_side / "dump"), str(golden_side / "dump"), *extra]) == 2
+            err = capsys.readouterr().err
+            assert "1 dump file(s) could not be read" in err and f"{cut}: " in err, err
     # the reasons name the user's files
     zero = tmp_path / "zero"
     for side, data in (("my", np.zeros(4, np.float32)), ("gold", np.ones(4, np.float32))):
@@ -1049,3 +1051,21 @@ def test_the_msaccucmp_engine_compares_the_golden_step_the_native_one_does(tmp_p
         seen.append((doc["first_divergence"]["tensor"], round(doc["first_divergence"]["cosine"], 6),
                      any("the earliest (--iteration earliest) of each was compared" in n for n in doc["notes"])))
     assert seen[0] == seen[1] and seen[0][0] == "ln_LayerNorm:output:0" and seen[0][2], seen
+    # one step's golden with an empty file: no verdict from either engine (msaccucmp's said 'no divergence')
+    step = tmp_path / "step"
+    step.mkdir()
+    newest: dict = {}
+    for f in sorted((tmp_path / "gold").glob("*.npy")):
+        op, index, stamp = f.name[:-4].rsplit(".", 2)
+        if int(stamp) > newest.get((op, index), (0, None))[0]:
+            newest[(op, index)] = (int(stamp), f)
+    for _stamp, f in newest.values():
+        shutil.copy(f, step / f.name)
+    [empty] = [f for f in step.glob("x.0.*.npy")]   # the input: every engine reads it
+    empty.write_bytes(b"")
+    mine = next(p for p in (tmp_path / "my").rglob("3") if p.is_dir())   # the last step's leaf
+    for extra in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        rc = main(["compare", str(mine), str(step), "--my-graph", str(tmp_path / "graph"), "--cosine", "0",
+                   *extra])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"{empty}: empty file" in err, (extra, err)

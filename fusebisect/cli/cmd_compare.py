@@ -108,6 +108,15 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     console.print(Panel(Text.from_markup("\n".join(lines)), title="first divergence", style="red"))
 
 
+def _unreadable_error(report, not_compared: int):
+    """Raise the one-line error of a comparison some of whose dump files could not be read (no verdict)."""
+    from fusebisect.errors import DumpFormatError
+
+    first = report.unreadable[0]
+    raise DumpFormatError(f"{len(report.unreadable)} dump file(s) could not be read: 'no divergence' cannot be "
+                          f"concluded ({len(report.rows) - not_compared} tensors compared); first: {first['reason']}")
+
+
 def register(app: typer.Typer) -> None:
     """Adds the ``compare`` command to ``app``."""
 
@@ -215,6 +224,8 @@ def register(app: typer.Typer) -> None:
             _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top, skipped=not_compared)
         if report.first_divergence:
             raise typer.Exit(1)
+        if report.unreadable and (not report.rows or not_compared == len(report.rows)):
+            _unreadable_error(report, not_compared)   # the files themselves are the reason
         if not_compared == len(report.rows):
             first = next((r.fail_reason for r in report.rows if r.fail_reason), "")
             raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be compared"
@@ -223,10 +234,7 @@ def register(app: typer.Typer) -> None:
             first = next(r.note for r in report.rows if r.compared)
             raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be judged (first: {first})")
         if report.unreadable:   # a tensor that could not be read may be the divergent one: no verdict
-            first = report.unreadable[0]
-            raise DumpFormatError(f"{len(report.unreadable)} dump file(s) could not be read: 'no divergence' "
-                                  f"cannot be concluded ({len(report.rows) - not_compared} tensors compared); first: "
-                                  f"{first['reason']}")
+            _unreadable_error(report, not_compared)
         if report.not_in_graph:   # left out of the comparison: they may hold the divergence
             raise UsageError(f"--my-graph {my_graph}: {len(report.not_in_graph)} op dump(s) have no op in it (first: "
                              f"{report.not_in_graph[0]}), so they were not compared and 'no divergence' cannot be "

@@ -83,17 +83,17 @@ def _flat_npy(path: Path, entries: dict, workdir: Path) -> Path:
     return flat
 
 
-def _unreadable_files(tree, side: str) -> list[dict]:
-    """The dump files of ``tree`` that cannot be read (cut short, empty, corrupt), as the native engine records
-    them in ``unmatched`` (with ``file``)."""
+def _unreadable_files(files, side: str) -> list[dict]:
+    """Of ``files`` ((op name, path): op dumps, golden .npy files), those that cannot be read (cut short, empty,
+    corrupt), as the native engine records them in ``unmatched`` (with ``file``)."""
     from fusebisect.compare.dumpfile import read_dump
 
     out = []
-    for entry in tree.entries:
+    for op, path in files:
         try:
-            read_dump(entry.path)
-        except (FusebisectError, OSError) as exc:
-            out.append({"op": entry.op_name, "side": side, "reason": str(exc), "file": str(entry.path)})
+            read_dump(path)
+        except (FusebisectError, OSError, ValueError) as exc:
+            out.append({"op": op, "side": side, "reason": str(exc), "file": str(path)})
     return out
 
 
@@ -135,7 +135,10 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     # and a golden .npy directory to the step the native engine compares
     chosen = choose_inputs(my_path, golden_path, with_graph=my_graph is not None, leaf=leaf)
     my_tree, golden_tree, leaf_notes = chosen.my, chosen.golden, chosen.notes
-    unreadable = _unreadable_files(my_tree, "my") + (_unreadable_files(golden_tree, "golden") if golden_tree else [])
+    golden_files = ([(e.op_name, e.path) for e in chosen.golden_npy_entries.values()] if chosen.golden_npy else
+                    [(e.op_name, e.path) for e in golden_tree.entries])
+    unreadable = (_unreadable_files([(e.op_name, e.path) for e in my_tree.entries], "my")
+                  + _unreadable_files(golden_files, "golden"))
     with tempfile.TemporaryDirectory(prefix="fusebisect_msaccucmp_") as tmp:
         work = Path(tmp)
         my_flat = _flat_dir(my_path, my_tree, work, "my")
@@ -170,7 +173,7 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         log_text = proc.stdout + proc.stderr
         missing = re.search(r"Failed to load (\S+\.so)[^\n]*", log_text)
         unparsed = re.search(r"The header content size[^\n]*", log_text)
-        if (missing or unparsed) and not any(r.compared for r in report.rows):
+        if (missing or (unparsed and not unreadable)) and not any(r.compared for r in report.rows):
             # msaccucmp then fills its CSV with "no dump file" rows: say what it could not do instead
             if missing:   # binary dumps need CANN's parser library
                 raise FusebisectError(f"msaccucmp could not read the dumps: {missing.group(0).strip()} (binary dumps "
@@ -184,10 +187,11 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
     for row in report.rows:
         row.timestamp = timestamps.get(mp.lookup_name(row.tensor.split(":")[0]), 0) if row.tensor != NAN_TEXT else 0
-    if op is not None:   # msaccucmp compared everything: keep that op's rows, and judge only them
+    if op is not None:   # msaccucmp compared everything: keep that op's rows and what it lacks, and judge them
         report.rows = [r for r in report.rows if op in r.my_op.split(",")]
         if not report.rows:
             raise UsageError(f"--op {op}: no such op in the comparison")
+        report.unmatched = [u for u in report.unmatched if op in str(u.get("op", "")).split(",")]
     # a dump file msaccucmp could not read shows in its CSV as "no dump file": its tensors are not compared, so no
     # "no divergence" may rest on the others (as with the native engine)
     report.unmatched += [u for u in unreadable if op is None or u["op"] == op]
