@@ -38,7 +38,8 @@ def test_usage_errors_exit_2(args, msg, capsys, tmp_path):
 def test_scripts_whose_hash_bang_works_are_run(capsys, tmp_path):
     """env -S splits the rest of the line itself, with options that take values (-u NAME, -C DIR): such a script
     starts, and was refused ('no FOO is on the PATH')."""
-    for line in ("#!/usr/bin/env -S -u FOO sh", f"#!/usr/bin/env -S -C {tmp_path} sh", "#! /bin/sh -eu"):
+    for line in ("#!/usr/bin/env -S -u FOO sh", f"#!/usr/bin/env -S -C {tmp_path} sh", "#! /bin/sh -eu",
+                 "#!/usr/bin/env -S VAR=1 sh -e", "#!/usr/bin/env sh" + " " * 240 + "# only 256 bytes are read"):
         job = tmp_path / "job.sh"
         job.write_text(f"{line}\nexit 0\n")
         job.chmod(0o755)
@@ -68,8 +69,14 @@ def test_missing_program_exits_2(capsys, tmp_path):
     (b"#!/usr/bin/env no-such-python-9\nprint(1)\n", "its #! line runs no-such-python-9 through env, and no "
                                                         "no-such-python-9 is on the PATH"),
     (b"", "an empty file, which exec cannot start"),
-    (b"#!/usr/bin/env python3 -u\nprint(1)\n", "its #! line gives env 'python3 -u' as one program name (Linux does "
-                                             "not split the rest of a #! line): write '#!/usr/bin/env -S python3 -u'"),
+    (b"#!/usr/bin/env python3 -u\nprint(1)\n", "its #! line gives env 'python3 -u' as one argument (Linux does "
+                                             "not split the rest of a #! line), which env cannot run: write "
+                                             "'#!/usr/bin/env -S python3 -u'"),
+    (b"#!/usr/bin/env -S no-such-prog-9 -u\n", "its #! line runs no-such-prog-9 through env, and no no-such-prog-9 is"),
+    (b"#!/usr/bin/env VAR=1\n", "its #! line gives env 'VAR=1' and no program to run: env would run the script "
+                                "itself, which starts env again, forever"),
+    (b"#!/usr/bin/env\n", "its #! line runs env with nothing to run: env would run the script itself"),
+    (b"#!\necho\n", "its #! line names no interpreter"),
 ])
 def test_a_script_exec_cannot_start_is_refused_before_any_run(capsys, tmp_path, text, why):
     """exec said "No such file or directory" of a script that is there (its #! interpreter is not), after the
@@ -79,7 +86,8 @@ def test_a_script_exec_cannot_start_is_refused_before_any_run(capsys, tmp_path, 
     job.chmod(0o755)
     for check in (False, True):
         argv = ["--check", str(job)] if check else []
-        rc = main(["run", "--workdir", str(tmp_path / "w"), *argv, "--", str(job) if not check else "true"])
+        rc = main(["run", "--workdir", str(tmp_path / "w"), "--timeout", "10", "--max-runs", "2", *argv, "--",
+                   str(job) if not check else "true"])   # (a script env starts again and again ends at the timeout)
         err = capsys.readouterr().err
         assert rc == 2 and f"cannot run command '{job}': {why}" in err, err
         assert not (tmp_path / "w" / "trials").exists()

@@ -93,15 +93,20 @@ def program_problem(program: str, *, env: Mapping[str, str], cwd: str | os.PathL
     return interpreter_problem(Path(found), cwd, env)
 
 
+_ENV_VALUED = {"-u", "--unset", "-C", "--chdir", "-P", "--path", "-a", "--argv0"}   # env options with a value
+
+
 def interpreter_problem(path: Path, cwd: str | os.PathLike | None,
                         env: Mapping[str, str] | None = None) -> str | None:
-    """Why the kernel would refuse to start script ``path`` (an empty file, text without a ``#!`` line), or why
-    its ``#!`` line would fail (an interpreter that does not exist, ``env`` naming a program not on the PATH, a
-    line saved with a CRLF end), or None: exec would only say "No such file or directory" (or env "exit 127"),
-    of a file that is there."""
+    """Why the kernel would refuse to start script ``path`` (an empty file, text without a ``#!`` line, a ``#!``
+    line without an interpreter), or why its ``#!`` line would fail (an interpreter that does not exist; ``env``
+    given a program that is not on the PATH, or several words as one, or nothing to run but the script itself,
+    which would start it again forever; a line saved with a CRLF end), or None. Exec would only say "No such file
+    or directory" (env: exit 127) of a file that is there. The line is read as Linux reads it: its first 256
+    bytes, and everything after the interpreter as one argument."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(512)
+            head = handle.read(256)
     except OSError:
         return None   # exec says why
     if not head:
@@ -110,37 +115,60 @@ def interpreter_problem(path: Path, cwd: str | os.PathLike | None,
         if b"\0" not in head and not head.startswith(b"\x7fELF"):   # text, not a program
             return f"a script without a #! line, which exec cannot start (add one, e.g. #!/bin/sh, or run: bash {path})"
         return None
-    line = head[2:].split(b"\n", 1)[0].strip(b" \t")
+    line = head[2:].split(b"\n", 1)[0].split(b"\0", 1)[0].strip(b" \t")
     if line.endswith(b"\r"):   # the interpreter, or its last argument, ends in CR: python3\r, -e\r
         return (f"its #! line ends in a carriage return (saved with CRLF line ends): "
                 f"{os.fsdecode(line)!r} cannot start it (convert the file: dos2unix {path})")
-    # Linux passes the rest of the line, whitespace and all, to the interpreter as one argument
     interpreter, _sep, argument = os.fsdecode(line).replace("\t", " ").partition(" ")
     argument = argument.strip(" ")
     if not interpreter:
-        return None
+        return "its #! line names no interpreter, so exec cannot start it"
     target = Path(cwd or ".") / interpreter
-    if not target.exists():
-        return f"its #! line names the interpreter {interpreter}, which does not exist"
-    if target.is_dir() or not os.access(target, os.X_OK):
-        return f"its #! line names the interpreter {interpreter}, which is not an executable file"
-    if target.name == "env" and argument:   # #!/usr/bin/env python3: the program env looks for on the PATH
-        if argument.startswith("-"):
-            options = argument.split()[0]
-            if "S" in options or argument.startswith("--split-string"):
-                return None   # env -S splits the rest itself (its options may take values: not second-guessed)
-            if len(argument.split()) > 1:
-                return (f"its #! line gives env {argument!r} as one argument (Linux does not split the rest of a "
-                        f"#! line), which env cannot run: write '#!{interpreter} -S {argument}'")
-            return None
-        if "=" in argument:
-            return None   # an assignment: env's business
-        if len(argument.split()) > 1:
-            return (f"its #! line gives env {argument!r} as one program name (Linux does not split the rest of a "
-                    f"#! line): write '#!{interpreter} -S {argument}'")
-        search = (env if env is not None else os.environ).get("PATH", os.defpath)
-        if shutil.which(argument, path=search) is None:
-            return f"its #! line runs {argument} through env, and no {argument} is on the PATH"
+    try:
+        if not target.exists():
+            return f"its #! line names the interpreter {interpreter}, which does not exist"
+        if target.is_dir() or not os.access(target, os.X_OK):
+            return f"its #! line names the interpreter {interpreter}, which is not an executable file"
+    except OSError as exc:   # a name too long to look up
+        return f"its #! line names the interpreter {interpreter[:60]}..., which cannot be looked up ({exc.strerror})"
+    if target.name == "env":
+        return _env_problem(interpreter, argument, env)
+    return None
+
+
+def _env_problem(interpreter: str, argument: str, env: Mapping[str, str] | None) -> str | None:
+    """Why ``#!/usr/bin/env ARGUMENT`` would not start the script (ARGUMENT is one argument to env), or None."""
+    again = "env would run the script itself, which starts env again, forever"
+    if argument.startswith("-") and ("S" in argument.split()[0].lstrip("-") and not argument.startswith("--")
+                                     or argument.startswith("--split-string")):
+        words = argument.split()   # env -S splits the rest itself: the program is the first word after options
+        words[0] = words[0].partition("=")[2] if words[0].startswith("--split-string=") else ""
+        words = [w for w in words if w]
+        program = None
+        while words:
+            word = words.pop(0)
+            if word in _ENV_VALUED:
+                if words:
+                    words.pop(0)
+            elif word.startswith("-") or "=" in word:
+                continue   # another option (or one with its value attached), or an assignment
+            else:
+                program = word
+                break
+        if program is None:
+            return f"its #! line gives env -S no program to run: {again}"
+    elif not argument:
+        return f"its #! line runs env with nothing to run: {again}"
+    elif " " in argument:
+        return (f"its #! line gives env {argument!r} as one argument (Linux does not split the rest of a #! line), "
+                f"which env cannot run: write '#!{interpreter} -S {argument}'")
+    elif argument.startswith("-") or "=" in argument:
+        return f"its #! line gives env {argument!r} and no program to run: {again}"
+    else:
+        program = argument
+    search = (env if env is not None else os.environ).get("PATH", os.defpath)
+    if "/" not in program and shutil.which(program, path=search) is None:
+        return f"its #! line runs {program} through env, and no {program} is on the PATH"
     return None
 
 
