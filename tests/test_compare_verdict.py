@@ -1069,3 +1069,16 @@ def test_the_msaccucmp_engine_compares_the_golden_step_the_native_one_does(tmp_p
                    *extra])
         err = capsys.readouterr().err
         assert rc == 2 and f"{empty}: empty file" in err, (extra, err)
+    # a damaged golden file the comparison reads (fused fc1_MatMul is compared with fc1_BiasAdd's output) gets no
+    # verdict, also under --op; one it does not read (fc1_MatMul's own) changes nothing
+    for name, op, code in (("fc1_BiasAdd", ["--op", "fc1_MatMul"], 2), ("fc1_MatMul", [], 0)):
+        again = tmp_path / f"again-{name}"
+        shutil.copytree(step, again)
+        shutil.copy(tmp_path / "gold" / empty.name, again / empty.name)
+        [damaged] = list(again.glob(f"{name}.0.*.npy"))
+        damaged.write_bytes(b"")
+        for extra in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+            rc = main(["compare", str(mine), str(again), "--my-graph", str(tmp_path / "graph"), "--cosine", "0",
+                       *op, *extra])
+            err = capsys.readouterr().err
+            assert rc == code, (name, extra, err)
