@@ -224,8 +224,8 @@ def register(app: typer.Typer) -> None:
             _render(report, cosine=cosine, max_abs_error=max_abs_error, top=top, skipped=not_compared)
         if report.first_divergence:
             raise typer.Exit(1)
-        if report.unreadable and (not report.rows or not_compared == len(report.rows)):
-            _unreadable_error(report, not_compared)   # the files themselves are the reason
+        if report.unreadable and not report.rows:   # nothing was compared: the files are the reason
+            _unreadable_error(report, not_compared)
         if not_compared == len(report.rows):
             first = next((r.fail_reason for r in report.rows if r.fail_reason), "")
             raise UsageError(f"{my}: none of the {len(report.rows)} tensors could be compared"
