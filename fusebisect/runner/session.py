@@ -485,11 +485,21 @@ class Session:
                 and math.isfinite(r.measurement.metric)]
 
     @property
+    def _flaky_search(self) -> bool:
+        """True for a search in the noise-aware mode: declared (--flaky), or switched to by the engine itself. No
+        engine yet (a job that ignores its switch file) is not noisy."""
+        return self.opts.flaky or bool(getattr(getattr(self, "engine", None), "noisy", False))
+
+    @property
     def _noisy_search(self) -> bool:
         """True for a noisy job: declared (--flaky, --repeat), or a search that switched to the noise-aware mode
-        itself (as noisy as one declared). No engine yet (a job that ignores its switch file) is not noisy."""
-        engine = getattr(self, "engine", None)
-        return self.opts.flaky or self.opts.repeat > 1 or bool(getattr(engine, "noisy", False))
+        itself (as noisy as one declared)."""
+        return self._flaky_search or self.opts.repeat > 1
+
+    def _all_off_metric_runs(self) -> list[TrialRecord]:
+        """The all-candidates-off runs (no rule forced on) that measured a finite metric, whatever their verdict."""
+        return [r for r in self.records if r.off == self.all_off and not r.on
+                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
 
     def _reference_noise(self) -> str | None:
         """When no other run of the all-candidates-off configuration agrees with the reference within the metric's
@@ -499,8 +509,7 @@ class Session:
         spec = self.judge.metric
         if spec is None or spec.expect is not None or self._noisy_search:
             return None
-        offs = [r for r in self.records if r.off == self.all_off and not r.on
-                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        offs = self._all_off_metric_runs()
         ref = self.reference_record()
         others = [r for r in offs if r is not ref]
         if ref is None or ref not in offs or not others or \
@@ -522,8 +531,7 @@ class Session:
         ref = self.reference_record()
         if spec is None or spec.expect is not None or self.judge.dumps is not None or ref is None:
             return 0, 0, None, None
-        others = [r for r in self.records if r.off == self.all_off and not r.on and r is not ref
-                  and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        others = [r for r in self._all_off_metric_runs() if r is not ref]
         apart = [r for r in others if self._metric_disagreement(r, ref) is not None]
         return len(apart), len(others), (apart[0] if apart else None), ref
 
@@ -1402,7 +1410,7 @@ class Session:
                     # declared noisy, or found noisy by the engine: three reference runs, whose middle one the
                     # verdicts are judged against; one noisy reference sample would skew every verdict the
                     # noise-aware mode weighs as if each flipped on its own)
-                    self._settle_reference(flaky=self.opts.flaky or bool(getattr(engine, "noisy", False)))
+                    self._settle_reference(flaky=self._flaky_search)
                     if self._rebuild:
                         self.engine = engine = self._make_engine()
                         self._rebuild = False
@@ -1664,8 +1672,7 @@ class Session:
             return result
         what = f"with {', '.join(sorted(off))} off" if off else f"with {', '.join(sorted(on))} set on"
         judged = [r for r in self.records if r.off == off and r.on == on and r.outcome in (GOOD, BAD)]
-        noisy = self.opts.flaky or bool(getattr(getattr(self, "engine", None), "noisy", False))
-        split = seen is not None and {r.outcome for r in judged} == {GOOD, BAD} and (noisy or not final)
+        split = seen is not None and {r.outcome for r in judged} == {GOOD, BAD} and (self._flaky_search or not final)
         if split:   # a noisy job: its runs of the fix disagree, which says neither that it works nor that it fails
             def runs(outcome) -> str:
                 at = [str(r.index) for r in judged if r.outcome == outcome]
