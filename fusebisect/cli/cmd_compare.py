@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
             "slices (_lxsliceN) are compared one to one; automatic-mode threads share a name and are still "
             "merged.")] = False,
     ) -> None:
-        from fusebisect.errors import DumpFormatError, UsageError
+        from fusebisect.errors import UsageError
 
         if not -1.0 <= cosine <= 1.0:
             raise UsageError(f"--cosine {cosine:g}: a cosine similarity threshold is between -1 and 1")

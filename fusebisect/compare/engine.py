@@ -309,7 +309,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:
-        _blame_producer(report.first_divergence, report.rows, my_g)
+        blame_producer(report.first_divergence, report.rows, my_g)
         if report.unreadable:   # the first divergence is the first among the tensors that could be read
             first = report.unreadable[0]
             report.notes.append(f"{len(report.unreadable)} dump file(s) could not be read (first: {first['reason']}): "
@@ -321,7 +321,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     return report
 
 
-def _blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
+def blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:
     """When the first divergent tensor is an input, the op reading it did not cause it: point ``fd`` at the op
     that produced it (from my graph): ``producer`` {op, output, compared}, and the producer's pass names and
     original ops as the ones to suspect. Without a graph, ``producer`` is None (unknown upstream op)."""

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from fusebisect.compare import mapping as mp
-from fusebisect.compare.engine import (SCALAR_FLOOR, CompareReport, CompareRow, _blame_producer, first_divergence,
-                                       quantized_against_float)
+from fusebisect.compare.engine import (SCALAR_FLOOR, CompareReport, CompareRow, blame_producer,
+                                       first_divergence, quantized_against_float)
 from fusebisect.compare.metrics import ALGORITHMS, NAN_TEXT, Value, nan_value
 from fusebisect.compare.pbtext import decode_text
 from fusebisect.errors import FusebisectError, UsageError
@@ -193,16 +193,15 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             raise UsageError(f"--op {op}: no such op in the comparison")
         report.unmatched = [u for u in report.unmatched if op in str(u.get("op", "")).split(",")]
     # a dump file msaccucmp could not read shows in its CSV as "no dump file": its tensors are not compared, so no
-    # "no divergence" may rest on the others (as with the native engine)
-    # my files are all compared; a golden file when a row read it (msaccucmp names those it failed to parse), or
-    # when nothing could be compared (msaccucmp gave up on the tree)
+    # "no divergence" may rest on the others (as with the native engine). My files are all compared; a golden
+    # file counts when a row read it (msaccucmp names those it failed to parse), or when nothing was compared.
     reasons = " ".join(r.fail_reason for r in report.rows if r.fail_reason)
     report.unmatched += [u for u in unreadable if (u["side"] == "golden" and (Path(u["file"]).name in reasons
                                                                               or not report.rows))
                          or (u["side"] == "my" and (op is None or u["op"] == op))]
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:   # an op's input: the producer's passes, as the native engine says
-        _blame_producer(report.first_divergence, report.rows, graph)
+        blame_producer(report.first_divergence, report.rows, graph)
     return report
 
 
