@@ -296,3 +296,13 @@ def test_a_full_stop_after_the_number_is_not_part_of_it():
     assert [str(v) for v in parse_metric("loss 0.5.\nloss nan.\n", spec)] == ["0.5", "nan"]
     assert parse_metric("loss 0.4\nloss inf.\n", spec) == [0.4, float("inf")]
     assert parse_metric("loss nan.5 loss nan-check", spec) == []
+
+
+def test_a_loss_printed_in_scientific_notation_is_read_whole():
+    """Python prints a small loss as '1.5e-05': the README's 'loss ([0-9.]+)' stops at the 'e', and reading 1.5
+    would make a converged run look a hundred thousand times worse than it is."""
+    spec = compile_metric(r"loss ([0-9.]+)")
+    assert parse_metric("loss 0.25\nloss 1.5e-05\nloss 2E+3\nloss 3.\n", spec) == [0.25, 1.5e-05, 2000.0, 3.0]
+    # the pattern itself goes on after the number: what it matched is what it says
+    assert parse_metric("loss 1.5e", compile_metric(r"loss ([0-9.]+)e")) == [1.5]
+    assert parse_metric("loss 7 epochs", spec) == [7.0]

@@ -143,17 +143,27 @@ def compile_metric(regex: str, *, mode: str = "last", rtol: float = 1e-2, atol: 
 
 def parse_metric(text: str, spec: MetricSpec) -> list[float]:
     """Return every number captured by ``spec.pattern`` in ``text``, in order (matches that are not numbers are
-    skipped; 'nan'/'inf' are numbers). Where the pattern's group cannot match a NaN/Inf the job printed in its
+    skipped; 'nan'/'inf' are numbers; a capture the pattern ends right before an exponent, '1.5' of '1.5e-05',
+    is read with it). Where the pattern's group cannot match a NaN/Inf the job printed in its
     place ('loss nan' for 'loss ([0-9.]+)'), that NaN/Inf is a value too: the loss did not stop, it diverged."""
     found: dict[int, float] = {}
     for match in spec.pattern.finditer(text):
         value = _number(match.group(1))
         if value is not None:
+            exponent = _CUT_EXPONENT.match(text, match.end(1)) if match.end(1) == match.end() else None
+            if exponent is not None and _PLAIN_DECIMAL.fullmatch(match.group(1)):
+                # '([0-9.]+)' stops at the 'e' of 'loss 1.5e-05' (how Python prints a small loss): the number
+                # the job printed is 1.5e-05, not 1.5
+                value = float(match.group(1) + exponent.group())
             found[match.start()] = value
     if spec.nonfinite is not None:
         for match in spec.nonfinite.finditer(text):
             found.setdefault(match.start(), float(match.group(1)))
     return [found[k] for k in sorted(found)]
+
+
+_CUT_EXPONENT = re.compile(r"[eE][+-]?[0-9]+")
+_PLAIN_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)")
 
 
 def _number(captured: str | None) -> float | None:
