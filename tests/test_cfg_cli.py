@@ -416,3 +416,60 @@ def test_diff_marks_names_the_catalog_lacks(tmp_path, capsys):
     text = " ".join(out.split())
     assert "LayerNormFusionpass │ GraphFusion │ on │ off?" in text
     assert "1 rules change state (1 of them not in the catalog: a custom pass, or a misspelt name" in text
+
+
+def test_json_of_effective_and_diff_says_when_cann_rejects_the_file(tmp_path, capsys):
+    """A script reading --json must learn that CANN would not apply the states shown (a trailing comma fails
+    FE's JSON parse, then its old-format fallback fails on the '{' line)."""
+    trail, nothing = tmp_path / "trail.cfg", tmp_path / "nothing.cfg"
+    trail.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off",}}}')
+    nothing.write_text('{"Switch":{}}')
+    rc, out, _ = run(capsys, "cfg", "effective", str(trail), "--json")
+    assert rc == 0 and json.loads(out)["cann_rejects"] == ["1:54: trailing comma"]
+    rc, out, _ = run(capsys, "cfg", "diff", str(trail), str(nothing), "--json")
+    assert json.loads(out)["cann_rejects"] == {"a": ["1:54: trailing comma"], "b": []}
+    rc, out, _ = run(capsys, "cfg", "effective", str(nothing), "--json")
+    assert json.loads(out)["cann_rejects"] == []
+
+
+def test_diff_compares_a_rule_of_unknown_kind_per_section(tmp_path, capsys):
+    """A real pass has one kind: off in GraphFusion in one file and in UBFusion in the other cannot both work."""
+    a, b = tmp_path / "a.cfg", tmp_path / "b.cfg"
+    a.write_text('{"Switch":{"GraphFusion":{"SquareSumV1":"off"}}}')
+    b.write_text('{"Switch":{"UBFusion":{"SquareSumV1":"off"}}}')
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b), "--json")
+    changes = json.loads(out)["changes"]
+    assert rc == 1 and sorted((c["kind"], c["a"], c["b"]) for c in changes) == [
+        ("GraphFusion", "off", "on"), ("UBFusion", "on", "off")]
+    rc, _, _ = run(capsys, "cfg", "diff", str(a), str(a))
+    assert rc == 0
+
+
+def test_cfg_off_with_kind_warns_of_a_name_that_only_nearly_spells_a_rule(capsys):
+    rc, out, err = run(capsys, "cfg", "off", "layernormfusionpass", "--kind", "graph", "--json")
+    assert rc == 0 and any("case-sensitive" in w and "LayerNormFusionPass" in w for w in json.loads(out)["warnings"])
+    rc, out, err = run(capsys, "cfg", "off", "In-placeAddRmsNormFusionPass", "--kind", "graph")
+    assert rc == 0 and "spelling of 'InplaceAddRmsNormFusionPass'" in err
+    rc, out, err = run(capsys, "cfg", "off", "MyCustomFusionPass", "--kind", "graph")
+    assert rc == 0 and "warning" not in err      # a custom pass: no guesses
+
+
+def test_old_format_lines_and_files_cann_accepts(tmp_path, capsys):
+    """FE's old-format reader skips empty lines and lines whose name is empty; a file of only newlines is not
+    empty to FE (only a 0-byte file is), fails its JSON parse and loads as the old format."""
+    skipped = tmp_path / "skipped.cfg"
+    skipped.write_text("LayerNormFusionPass:off\n:off\n")
+    rc, out, _ = run(capsys, "cfg", "check", str(skipped))
+    assert rc == 1 and "':off' names no pass: CANN skips the line" in out and "error:" not in out
+    assert parse_switch_file(skipped).graph == {"LayerNormFusionPass": "off"}
+    blank = tmp_path / "blank.cfg"
+    blank.write_text("\n\n")
+    rc, out, _ = run(capsys, "cfg", "check", str(blank))
+    assert rc == 1 and "switches nothing" in out and "0 errors" in out
+    rc, out, _ = run(capsys, "cfg", "effective", str(blank), "--json")
+    assert rc == 0 and json.loads(out)["rules"] == []
+    for text, why in (("", "empty file"), ("  \n", "blank line of spaces"), (":maybe\n", "':maybe'")):
+        bad = tmp_path / "bad.cfg"
+        bad.write_text(text)
+        rc, _, err = run(capsys, "cfg", "effective", str(bad))
+        assert rc == 2 and why in err

@@ -71,7 +71,7 @@ Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusi
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import off_config, validate_rule_name
+        from fusebisect.rules.switchfile import off_config, unknown_name, validate_rule_name
 
         if kind is not None and kind.lower() not in ("graph", "ub", "graphfusion", "ubfusion"):
             raise UsageError(f"--kind {kind!r}: expected graph or ub")
@@ -89,6 +89,10 @@ Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusi
                 warnings.append(f"{name} is {entry.always_on}: CANN always runs it, the entry does nothing")
             elif entry is not None and entry.kind == "unknown" and kind is None:
                 warnings.append(f"{name}: kind unknown, written to both sections")
+            elif entry is None:   # written under --kind: say so when it is another spelling of a real rule
+                _, code, message = unknown_name(name, name, catalog, allow_unknown=False, hint=False)
+                if code != "unknown-rule":
+                    warnings.append(message[len(name) + 2:] if message.startswith(f"{name}: ") else message)
         _emit(config, out, force, json_out, warnings)
 
     @cfg.command("all-off", help="""Write a switch file that turns off every rule a switch file can turn off.
@@ -201,7 +205,7 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         all_entries = {k: sec[ALL] for k, sec in (("GraphFusion", config.graph), ("UBFusion", config.ub))
                        if ALL in sec}
         if json_out:
-            common.print_json({"file": str(file), "all": all_entries, "rules": rows})
+            common.print_json({"file": str(file), "cann_rejects": config.lenient, "all": all_entries, "rules": rows})
             return
         from rich.markup import escape
         from rich.table import Table
@@ -238,9 +242,11 @@ Example: fusebisect cfg diff good.cfg bad.cfg
         from fusebisect.rules.catalog import default_catalog
         from fusebisect.rules.switchfile import diff_configs
 
-        changes = diff_configs(_parse_warning_cann_rejects(a), _parse_warning_cann_rejects(b), default_catalog())
+        ca, cb = _parse_warning_cann_rejects(a), _parse_warning_cann_rejects(b)
+        changes = diff_configs(ca, cb, default_catalog())
         if json_out:
-            common.print_json({"a": str(a), "b": str(b), "changes": changes})
+            common.print_json({"a": str(a), "b": str(b), "cann_rejects": {"a": ca.lenient, "b": cb.lenient},
+                               "changes": changes})
         elif not changes:
             common.out().print(f"{a} and {b} switch the same rules.", soft_wrap=True)   # paths never cut
         else:

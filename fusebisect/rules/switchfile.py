@@ -304,7 +304,9 @@ def looks_like_json(text: str) -> bool:
         if not s or s.startswith(("#", "//")):
             continue
         return s.startswith(("{", "["))
-    return True  # empty file: report it as empty JSON
+    # nothing but blanks and comments: an empty file is refused as it is (FE's CheckFileEmpty); anything else fails
+    # FE's JSON parse and is read as the old format, where only empty lines are skipped
+    return not text
 
 
 def read_json_tree(text: str, path=None) -> tuple[Node, list[Leniency]]:
@@ -555,6 +557,9 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
         name, sep, value = s.partition(":")
         name, value = name.strip(), value.strip()
         commented = name.startswith(("#", "//"))   # the format has no comments: FE reads the line like any other
+        if sep and not name and value in VALUES:
+            problems.append(Problem("warning", "no-name", f"{s!r} names no pass: CANN skips the line", lineno, col))
+            continue
         if not sep or not name:
             problems.append(Problem("error", "syntax", "a comment without a colon: CANN's old-format reader has no "
                                     "comments, and this line fails the whole file" if commented else
@@ -608,6 +613,9 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
         cfg.graph[name] = value
         cfg.ub[name] = value
         where[(GRAPH, name)] = where[(UB, name)] = (lineno, col)
+    if not text.strip("\n"):
+        problems.append(Problem("warning", "switches-nothing", "the file names no pass: CANN reads it (the old "
+                                "line format, every line empty) and it switches nothing", 1, 1))
     return cfg
 
 
@@ -780,14 +788,15 @@ def diff_configs(a: SwitchConfig | None, b: SwitchConfig | None, catalog: Catalo
 
 
 def _kinds_for(name: str, a, b, catalog: Catalog) -> list[str | None]:
-    """Kinds to evaluate ``name`` under: its catalog kind, else each section that names it in a or b."""
+    """Kinds to evaluate ``name`` under: its catalog kind, else each section that names it in a or b (a name
+    the catalog lacks, or a catalog rule of unknown kind), else both sections at once."""
     entry = catalog.rules.get(name)
     if entry is not None and entry.kind in KINDS:
         return [None]
     named = [k for k in KINDS if any(c is not None and name in c.section(k) for c in (a, b))]
-    if entry is None and named:
-        return named
-    return [None]
+    # a pass has one kind: where the catalog cannot say which, an entry in the other section does nothing, so
+    # each section named is compared on its own
+    return named or [None]
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1034,7 +1043,7 @@ _MAX_HINTS = 200   # names the catalog lacks that get did-you-mean hints, per fi
 O1_KEY = TOP_LEVEL_KEYS[2]   # the file's own list of passes FE keeps on
 
 
-def _unknown_name(name: str, label: str, catalog: Catalog, allow_unknown: bool, hint: bool) -> tuple[str, str, str]:
+def unknown_name(name: str, label: str, catalog: Catalog, allow_unknown: bool, hint: bool) -> tuple[str, str, str]:
     """(severity, code, message) for a pass name the catalog does not hold as it is written: a spelling of a rule,
     a case mismatch, or unknown (with did-you-mean names when ``hint``: each costs ~5 ms, so a file of 20 000
     custom names gets them for its first ones only)."""
@@ -1086,7 +1095,7 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
                 add("warning", "own-o1-exception", f"{label}: {name} is also in this file's "
                     "ExceptionalPassOfO1Level list, which keeps it on: \"off\" does nothing")
             if entry is None:
-                add(*_unknown_name(name, label, catalog, allow_unknown, unknown < _MAX_HINTS))
+                add(*unknown_name(name, label, catalog, allow_unknown, unknown < _MAX_HINTS))
                 unknown += not allow_unknown and catalog.get(name) is None and not catalog.case_matches(name)
                 continue
             if entry.spelling_of:
@@ -1132,7 +1141,7 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
             continue
         entry = catalog.rules.get(name)
         if entry is None:
-            severity, code, message = _unknown_name(name, part, catalog, allow_unknown, unknown < _MAX_HINTS)
+            severity, code, message = unknown_name(name, part, catalog, allow_unknown, unknown < _MAX_HINTS)
             unknown += not allow_unknown and catalog.get(name) is None and not catalog.case_matches(name)
             out.append(Problem(severity, code, message, line, col, name))
         elif entry.spelling_of:
