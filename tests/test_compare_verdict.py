@@ -1082,3 +1082,32 @@ def test_the_msaccucmp_engine_compares_the_golden_step_the_native_one_does(tmp_p
                        *op, *extra])
             err = capsys.readouterr().err
             assert rc == code, (name, extra, err)
+
+
+def test_a_one_element_bool_that_flips_is_a_divergence(tmp_path, capsys, msaccucmp):
+    """A found-inf flag is a one-element bool: True against the golden's False is the whole tensor wrong, though
+    its cosine is 1 and msaccucmp computes no error metric for bools. msaccucmp's cells cannot tell the two
+    values apart, so that engine leaves the row unjudged rather than calling it clean."""
+    my, gold = tmp_path / "my", tmp_path / "gold"
+    my.mkdir()
+    gold.mkdir()
+    write_dump(my / f"Conv2D.found_inf.0.0.{TS}", op_name="found_inf", inputs=[], encoding="nano",
+               outputs=[TensorSpec(np.array([True]), format=2, original_shape=(1,), address=0x1000)])
+    np.save(gold / f"found_inf.0.{TS}.npy", np.array([False]))
+    attr = [{"key": "origin_format", "value": {"s": "ND"}},
+            {"key": "_datadump_origin_name", "value": {"s": "found_inf"}},
+            {"key": "_datadump_origin_output_index", "value": {"i": 0}}]
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": [{
+        "name": "found_inf", "type": "Conv2D", "id": 0, "input": [],
+        "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": ["found_inf"]}}}],
+        "output_desc": [{"dtype": "DT_BOOL", "shape": {"dim": [1]}, "layout": "ND", "attr": attr}]}]}]}))
+    assert main(["compare", str(my), str(gold), "--my-graph", str(graph), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["tensor"] == "found_inf:output:0"
+    rc = main(["compare", str(my), str(gold), "--my-graph", str(graph), "--json", "--engine", "msaccucmp",
+               "--msaccucmp", str(msaccucmp.script)])
+    captured = capsys.readouterr()
+    assert rc == 2 and "cannot tell True from False" in captured.err
+    np.save(gold / f"found_inf.0.{TS}.npy", np.array([True]))
+    assert main(["compare", str(my), str(gold), "--my-graph", str(graph)]) == 0

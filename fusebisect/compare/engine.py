@@ -578,7 +578,7 @@ def _judge_values(row: CompareRow, x: np.ndarray, y: np.ndarray) -> None:
         return
     _count_nonfinite(row, x, y)
     _overflowed_cosine(row, x, y)
-    if x.size == 1 and y.size == 1 and x.dtype.kind not in "bOSU" and y.dtype.kind not in "bOSU" \
+    if x.size == 1 and y.size == 1 and x.dtype.kind not in "OSU" and y.dtype.kind not in "OSU" \
             and not row.nonfinite:
         a, b = _scalar(x), _scalar(y)
         if a is not None and b is not None and math.isfinite(abs(a)) and math.isfinite(abs(b)):

@@ -231,6 +231,13 @@ def _judge_nan_cells(row: CompareRow) -> None:
 
     NaN/Inf on both sides cannot be judged from the cells: the row is not judged and the note says so."""
     if _SCALAR_REASON in row.fail_reason:
+        if "bool" in (row.my_dtype, row.golden_dtype):
+            # msaccucmp computes only the cosine (1) and RED (0 against a False golden) of a bool: its cells
+            # cannot tell True from False, and a one-element flag (found_inf) is where that matters
+            row.judged = False
+            row.note = ("a one-element bool: msaccucmp's cells cannot tell True from False, not judged (the native "
+                        "engine judges it)")
+            return
         row.scalar_relative_error = _scalar_relative_error(row)
     cos = row.cosine
     if cos is None or not math.isnan(cos):
