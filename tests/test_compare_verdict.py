@@ -1111,3 +1111,40 @@ def test_a_one_element_bool_that_flips_is_a_divergence(tmp_path, capsys, msaccuc
     assert rc == 2 and "cannot tell True from False" in captured.err
     np.save(gold / f"found_inf.0.{TS}.npy", np.array([True]))
     assert main(["compare", str(my), str(gold), "--my-graph", str(graph)]) == 0
+
+
+def test_empty_tensors_show_their_shape_and_cells_as_msaccucmp_does(tmp_path, capsys, msaccucmp):
+    """An empty output (0, 2) keeps its dump shape in the Shape cell, and msaccucmp's shape rule (sum of dims ==
+    their count) makes it "scalar": cosine 1.000000 and "This tensor is scalar." (DataType differs, documented)."""
+    my, gold = tmp_path / "my", tmp_path / "gold"
+    my.mkdir()
+    gold.mkdir()
+    ops = []
+    for i, shape in enumerate([(0, 2), (2, 0), (0,), (0, 3)]):
+        name, ts = f"e{i}", TS + i
+        data = np.zeros(shape, np.float32)
+        write_dump(my / f"Conv2D.{name}.{i}.0.{ts}", op_name=name, inputs=[], encoding="nano",
+                   outputs=[TensorSpec(data, format=2, original_shape=shape, address=0x1000 + i)])
+        np.save(gold / f"{name}.0.{ts}.npy", data)
+        attr = [{"key": "origin_format", "value": {"s": "ND"}}, {"key": "_datadump_origin_name", "value": {"s": name}},
+                {"key": "_datadump_origin_output_index", "value": {"i": 0}}]
+        ops.append({"name": name, "type": "Conv2D", "id": i, "input": [],
+                    "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": [name]}}}],
+                    "output_desc": [{"dtype": "DT_FLOAT", "shape": {"dim": list(shape)}, "layout": "ND",
+                                     "attr": attr}]})
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": ops}]}))
+    ours = tmp_path / "ours.csv"
+    main(["compare", str(my), str(gold), "--my-graph", str(graph), "--csv", str(ours)])
+    capsys.readouterr()
+    proc = msaccucmp.run("compare", "-m", str(my), "-g", str(gold), "-f", str(graph), "-out", str(tmp_path / "ref"))
+    [theirs] = list((tmp_path / "ref").glob("*.csv"))
+    assert proc.returncode == 0, proc.stderr
+
+    def cells(path):   # every column but the two DataType ones
+        import csv
+        rows = list(csv.reader(path.open()))
+        return [[c for j, c in enumerate(r) if rows[0][j] != "DataType"] for r in rows]
+
+    assert cells(ours) == cells(theirs)
+    assert cells(ours)[1][6:8] == ["[0,2]", "1.000000"]
