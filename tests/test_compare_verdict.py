@@ -1148,3 +1148,37 @@ def test_empty_tensors_show_their_shape_and_cells_as_msaccucmp_does(tmp_path, ca
 
     assert cells(ours) == cells(theirs)
     assert cells(ours)[1][6:8] == ["[0,2]", "1.000000"]
+
+
+def test_a_padded_tensor_against_an_nd_golden_shows_its_original_shape(tmp_path, capsys):
+    """NC1HWC0 and FRACTAL_Z dumps restored for an ND golden are compared flat; their Shape cell is still the
+    original shape (the README's rule for padded tensors), not the element count."""
+    import csv
+
+    from fusebisect.compare.formats import from_original
+
+    my, gold = tmp_path / "my", tmp_path / "gold"
+    my.mkdir()
+    gold.mkdir()
+    rng = np.random.default_rng(0)
+    ops = []
+    for i, (fmt, code, shape) in enumerate([("NC1HWC0", 3, (1, 3, 4, 5)), ("FRACTAL_Z", 4, (17, 3, 3, 3))]):
+        name, ts = f"t{i}", TS + i
+        data = rng.standard_normal(shape).astype(np.float16)
+        stored = from_original(data, fmt, source="NCHW")
+        write_dump(my / f"Conv2D.{name}.{i}.0.{ts}", op_name=name, inputs=[], encoding="nano",
+                   outputs=[TensorSpec(stored, format=code, original_shape=shape, address=0x1000 + i)])
+        np.save(gold / f"{name}.0.{ts}.npy", data)
+        attr = [{"key": "origin_format", "value": {"s": "ND"}}, {"key": "_datadump_origin_name", "value": {"s": name}},
+                {"key": "_datadump_origin_output_index", "value": {"i": 0}}]
+        ops.append({"name": name, "type": "Conv2D", "id": i, "input": [],
+                    "attr": [{"key": "_datadump_original_op_names", "value": {"list": {"val_type": 1, "s": [name]}}}],
+                    "output_desc": [{"dtype": "DT_FLOAT16", "shape": {"dim": list(stored.shape)}, "layout": fmt,
+                                     "attr": attr}]})
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"graph": [{"name": "g", "op": ops}]}))
+    out = tmp_path / "o.csv"
+    assert main(["compare", str(my), str(gold), "--my-graph", str(graph), "--csv", str(out)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["Shape"], r["CosineSimilarity"]) for r in rows] == [("[1,3,4,5]", "1.000000"),
+                                                                   ("[17,3,3,3]", "1.000000")]

@@ -1278,9 +1278,11 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
             x = x.astype(np.float32)
         my_dtype = _shown_dtype(record, device_names=False)
         scalar_device = sum(record.shape) == len(record.shape)
+        restored = None   # the original shape a padded tensor was restored to: its Shape cell
         if record.format_name in PRIVATE_FORMATS and not scalar_device:
             x = _to_original(x, record.format_name, golden_shape,
                              golden_layout if golden_format in PRIVATE_FORMATS else golden_format, record.sub_format)
+            restored = tuple(x.shape)
         elif (not scalar_device and record.format_name != golden_format and record.format_name in _LAYOUTS_4D
               and golden_format in _LAYOUTS_4D):
             # msaccucmp converts a plain 4-D layout to the golden's (its builtin NCHW/NHWC/HWCN converters)
@@ -1301,6 +1303,8 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
             return fail(_cannot_compare(op_name, (x.size,), (y.size,)))
         # an empty tensor keeps its dump shape, as msaccucmp shows and judges it ((0, 2) is "scalar" there)
         shape = tuple(record.shape) if x.size == 0 and record.shape else tuple(x.shape)
+        if restored is not None and len(shape) == 1 and math.prod(restored) == x.size:
+            shape = restored   # compared flat against an ND golden, shown in its original shape
     except (DumpFormatError, ValueError) as exc:   # (a tensor of a dtype that cannot be decoded: not compared)
         return fail(str(exc))
     row = CompareRow(index, op_type, my_text, golden_ops, tensor, my_dtype, golden_dtype, shape, {}, "",
