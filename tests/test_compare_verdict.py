@@ -1182,3 +1182,14 @@ def test_a_padded_tensor_against_an_nd_golden_shows_its_original_shape(tmp_path,
     rows = list(csv.DictReader(out.open()))
     assert [(r["Shape"], r["CosineSimilarity"]) for r in rows] == [("[1,3,4,5]", "1.000000"),
                                                                    ("[17,3,3,3]", "1.000000")]
+
+
+def test_golden_npy_data_on_my_side_is_refused_with_the_reason(tmp_path, capsys):
+    np.save(tmp_path / "a.npy", X)
+    gold = tmp_path / "gold"
+    gold.mkdir()
+    np.save(gold / f"a.0.{TS}.npy", X)
+    for mine in (tmp_path / "a.npy", gold):
+        assert main(["compare", str(mine), str(gold)]) == 2
+        err = capsys.readouterr().err
+        assert f"{mine}: golden .npy data, not an NPU dump" in err and len(err.strip().splitlines()) == 1

@@ -241,6 +241,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise UsageError(f"{my_path}: {missing_reason(my_path, 'no such dump location')}")
     if not golden_path.exists():
         raise UsageError(f"{golden_path}: {missing_reason(golden_path, 'no such golden location')}")
+    from fusebisect.compare.tree import is_golden_dir
+
+    if (my_path.is_file() and my_path.name.endswith(".npy")) or is_golden_dir(my_path):
+        raise UsageError(f"{my_path}: golden .npy data, not an NPU dump: MY takes NPU dump files or directories, "
+                         "and .npy files go on the GOLDEN side")
     with_graph = my_graph is not None
     chosen = choose_inputs(my_path, golden_path, with_graph=with_graph, leaf=leaf)
     my_tree, golden_tree, golden_npy, leaf_notes = chosen.my, chosen.golden, chosen.golden_npy, chosen.notes
