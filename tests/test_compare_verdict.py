@@ -1193,3 +1193,21 @@ def test_golden_npy_data_on_my_side_is_refused_with_the_reason(tmp_path, capsys)
         assert main(["compare", str(mine), str(gold)]) == 2
         err = capsys.readouterr().err
         assert f"{mine}: golden .npy data, not an NPU dump" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_dump_the_system_will_not_read_is_an_unreadable_dump(tmp_path, capsys):
+    """A dangling link (or permission denied, or a file deleted meanwhile) is an unreadable dump like a cut one:
+    compare writes its outputs and exits 2 naming it; dump convert skips it and writes the rest."""
+    my, gold = _pair(tmp_path, {"a": X, "b": X}, {"a": X, "b": X})
+    victim = next(my.glob("Add.b.*"))
+    victim.unlink()
+    victim.symlink_to(tmp_path / "gone")
+    out = tmp_path / "o.csv"
+    assert main(["compare", str(my), str(gold), "--csv", str(out)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"first: {victim}: cannot read: No such file or directory" in err and "Traceback" not in err
+    assert out.is_file()
+    assert main(["dump", "convert", str(my), "--out", str(tmp_path / "npy")]) == 0   # reported and skipped
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"skipped {victim}: cannot read" in err
+    assert len(list((tmp_path / "npy").glob("Add.a.*.npy"))) == 2    # its input and output

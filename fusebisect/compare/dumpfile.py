@@ -218,13 +218,21 @@ def read_dump(path: str | os.PathLike[str]) -> DumpFile:
     """Parse the dump file at ``path`` (binary, protobuf, nano or npy, detected by content).
 
     Returns a :class:`DumpFile` whose tensors are decoded lazily. Raises DumpFormatError (one line naming the
-    file and the reason) for an empty, truncated or malformed file or a size mismatch; OSError if unreadable.
+    file and the reason) for an empty, truncated or malformed file, a size mismatch, or a file the system does
+    not let us read (permission denied, a dangling link, deleted meanwhile): an unreadable dump either way.
     """
     path = path if isinstance(path, Path) else Path(path)
     from fusebisect.fsutil import not_regular
 
     if why := not_regular(path):
         raise DumpFormatError(why, path=path)
+    try:
+        return _read_dump(path)
+    except OSError as exc:
+        raise DumpFormatError(f"cannot read: {exc.strerror or exc}", path=path) from None
+
+
+def _read_dump(path: Path) -> DumpFile:
     with open(path, "rb", buffering=0) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size == 0:
