@@ -214,3 +214,25 @@ def test_markdown_cells_hold_data_as_text_and_every_report_shows_confidence_alik
     assert len(rows) == 2 and all(r.endswith(" |") for r in rows), rows   # the culprit's and the divergence's
     assert "<b>" not in md and "&lt;b&gt;&amp;" in md and "f\\| &lt;b&gt;" in md
     assert "| 1.000 |" in md and "<td>1.000</td>" in render_run(view)
+
+
+def test_report_names_a_damaged_journal_and_hand_edits_that_change_its_meaning(demo_dumps, tmp_path, capsys):
+    """An empty or torn journal is not 'not a workdir'; a start record whose candidates became a string (read as
+    its letters) and a trial record without a run number are refused, not rendered as nonsense."""
+    for name, text in (("empty", ""), ("torn", '{"event":"start","command":["py')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "journal.jsonl").write_text(text)
+        assert main(["report", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert "journal.jsonl holds no complete record" in err and "not the workdir" not in err
+    records = [json.loads(line) for line in (demo_dumps / "journal.jsonl").read_text().splitlines()]
+    records = [r for r in records if r["event"] not in ("result", "verdict")]
+    for edit, why in ((lambda rs: rs[0].update(candidates="abc"), "candidates is not a list of rule names"),
+                      (lambda rs: rs.insert(2, {"event": "trial"}), "a trial record has no run number")):
+        edited = tmp_path / f"edited{len(why)}"
+        edited.mkdir()
+        copy = [dict(r) for r in records]
+        edit(copy)
+        (edited / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copy))
+        assert main(["report", str(edited), "--json"]) == 2
+        assert why in capsys.readouterr().err

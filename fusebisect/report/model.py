@@ -104,6 +104,24 @@ def _excluded(entry: Any) -> dict[str, Any]:
     return entry
 
 
+def _rule_list(value: Any, what: str) -> list[str]:
+    """A record's list of rule names ([] when absent); raises TypeError for anything else (a hand edit: a string
+    would be read as its letters)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{what} is not a list of rule names: {str(value)[:60]!r}")
+    return value
+
+
+def _trial_index(rec: dict[str, Any]) -> int:
+    """A trial record's run number; raises TypeError when it has none (a hand edit)."""
+    index = rec.get("index")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 1:
+        raise TypeError(f"a trial record has no run number (index {index!r})")
+    return index
+
+
 def view_from_records(records: list[dict[str, Any]]) -> RunView:
     """Fold journal records into a :class:`RunView`. Unknown events are ignored (newer journals)."""
     view = RunView()
@@ -113,37 +131,37 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.began_in = rec.get("workdir")
             view.command = list(rec.get("command") or [])
             view.cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else None
-            view.candidates = list(rec.get("candidates") or [])
+            view.candidates = list(_rule_list(rec.get("candidates"), "the start record's candidates"))
             view.options = dict(rec.get("options") or {})
             view.excluded = [_excluded(e) for e in rec.get("excluded") or []]
         elif event == "exclude":   # dropped from the candidates during the run (switch ignored), as run does
-            dropped = list(rec.get("rules") or [])
+            dropped = _rule_list(rec.get("rules"), "an exclude record's rules")
             view.excluded += [{"rule": r, "reason": rec.get("reason") or ""} for r in dropped]
             view.candidates = [c for c in view.candidates if c not in dropped]
         elif event == "candidates":
-            view.candidates = list(rec.get("candidates") or [])
+            view.candidates = list(_rule_list(rec.get("candidates"), "a candidates record's candidates"))
         elif event == "trial":
             view.result = None   # a run resumed after its result (a raised --max-runs): not finished again yet
             view.trials.append(TrialView(
-                number=int(rec.get("index") or len(view.trials) + 1),
+                number=_trial_index(rec),
                 role=str(rec.get("role") or "search"),
-                off=sorted(rec.get("off") or []),
+                off=sorted(_rule_list(rec.get("off"), "a trial record's off")),
                 outcome=str(rec.get("outcome") or "unknown"),
                 metric=decode_float(rec.get("metric")),
                 curve=[decode_float(v) for v in (rec.get("curve") or []) if v is not None],
                 seconds=float(rec.get("seconds") or 0.0),
                 reason=str(rec.get("reason") or ""),
-                ignored=list(rec.get("ignored") or []),
+                ignored=list(_rule_list(rec.get("ignored"), "a trial record's ignored")),
                 switch_file=rec.get("switch_file"),
                 trial_dir=rec.get("trial_dir"),
-                on=sorted(rec.get("on") or []),
+                on=sorted(_rule_list(rec.get("on"), "a trial record's on")),
             ))
         elif event == "verdict":  # a run judged after the fact (a baseline, once the reference ran)
             for t in view.trials:
                 if t.number == rec.get("index"):
                     t.outcome, t.reason = str(rec.get("outcome") or t.outcome), str(rec.get("reason") or "")
         elif event == "prior":
-            view.priors.append(list(rec.get("rules") or []))
+            view.priors.append(list(_rule_list(rec.get("rules"), "a prior record's rules")))
         elif event == "dumps":
             view.dumps = {k: v for k, v in rec.items() if k != "event"}
             if not isinstance(view.dumps.get("rows") or [], list) or not all(
@@ -184,6 +202,10 @@ def load_run_view(workdir: str | Path) -> RunView:
         if (workdir / "trials").is_dir():   # the runner made its dirs, and was stopped before it journaled a run
             raise FusebisectError(f"no {JOURNAL_NAME} yet: the run was stopped before its first execution ended, "
                                   "so there is nothing to report; rerun the same command", path=workdir)
+        if (workdir / JOURNAL_NAME).is_file():
+            raise FusebisectError(f"{JOURNAL_NAME} holds no complete record (empty, or its first line cut short): "
+                                  "there is nothing to report; rerun the same command "
+                                  "or move it aside", path=workdir)
         raise FusebisectError(f"no {JOURNAL_NAME} here: not the workdir of a fusebisect run", path=workdir)
     from fusebisect.runner.journal import VERSION
     from fusebisect.runner.result import unjudged_runs
