@@ -329,3 +329,24 @@ def test_a_set_whose_only_on_run_is_invalid_is_named_at_one_half_not_above_the_c
                       Outcome.BAD if not {"R9", "R10"} & off else Outcome.GOOD)
     assert all(c.confidence < 0.95 for c in s.result.culprits), s.result
     assert any("the run with only R9 on was invalid" in n for n in s.result.notes)
+
+
+def test_progress_while_repeating_a_look_for_more_run_counts_that_culprit():
+    """While the noise-aware mode repeats the run with a culprit (and those named before) off, progress says
+    how many sets that run has off, how many rules are left beside them, and the runs that end the search if
+    there is nothing more: not the posterior's count of likely rules and a whole search's estimate."""
+    cands = [f"P{i:02d}" for i in range(10)]
+    target = SimTarget(cands, [frozenset({"P03"}), frozenset({"P07"})])
+    s = Search(cands, flaky=True)
+    seen = []
+    while not s.done:
+        batch = s.propose()
+        prog = s.progress()
+        if prog["phase"] == "verify" and prog["found"]:
+            [off] = batch
+            seen.append((prog["found"], prog["candidates_left"], prog["runs_remaining_estimate"], len(off)))
+        for off in batch:
+            s.observe(off, target(off))
+    assert {frozenset(c.rules) for c in s.result.culprits} == {frozenset({"P03"}), frozenset({"P07"})}
+    assert seen and all(found == off and left == 10 - off and est <= 2 for found, left, est, off in seen), seen
+    assert any(found == 2 for found, *_ in seen)

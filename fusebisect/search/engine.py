@@ -138,6 +138,7 @@ class Search:
         self._notes: list[str] = []
         self._found: list[list[int]] = []
         self._noisy_named: list[tuple[int, float]] = []
+        self._noisy_verify: tuple[int, int] | None = None   # (sets found, runs left if none) while repeating one
         self._noisy_top: tuple[int, float] | None = None
         self._unconfirmed: set[int] = set()
         self._stuck: list[int] = []
@@ -239,13 +240,17 @@ class Search:
             est = 0
         elif self._phase == "verify" and not self._noisy:   # the look-for-more run's runs still to do (--repeat)
             est = max(1, sum(self.repeat - len(self._verdicts(off)) for off, _base in self._batch))
+        elif self._noisy and self._phase == "verify" and self._noisy_verify is not None:
+            est = self._noisy_verify[1]   # looking for more: the repeats that end the search if there is none
         elif self._noisy:
             est = max(1, math.ceil((math.log2(left) + 4.3) / 0.53))
         else:
             est = (math.ceil(math.log2(left)) + 2 + (2 if self._phase == "gates" else 0)) * self.repeat
+        found = len(self._found) + len(self._noisy_named)
+        if self._noisy and self._phase == "verify" and self._noisy_verify is not None and not self.done:
+            found = self._noisy_verify[0]   # the set whose look-for-more run is being repeated counts
         return {"phase": "done" if self.done else self._phase, "candidates_left": self._left,
-                "runs_remaining_estimate": est, "executions": self.executions,
-                "found": len(self._found) + len(self._noisy_named)}
+                "runs_remaining_estimate": est, "executions": self.executions, "found": found}
 
     @classmethod
     def replay(cls, candidates: Sequence[str], events: Iterable[tuple[str, object]], **kw) -> "Search":
@@ -786,7 +791,11 @@ class Search:
                 # either way: a single flipped GOOD there would name one culprit of two and end the search
                 if 0 < len(decided) < 3 and max(bad, good) < 2 and self.executions < cap:
                     self._phase = "verify"
+                    # for progress: the sets found with this one, the rules not found, the runs left if none
+                    self._left = self._n - popcount(lfm)
+                    self._noisy_verify = (len(found) + 1, max(1, 2 - good))
                     yield [(lfm, "repeat")]
+                    self._noisy_verify = None
                     continue
                 if max(bad, good) < 2:
                     self._notes.append(f"the run with {names} off was not judged by two agreeing runs "
