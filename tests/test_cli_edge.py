@@ -461,3 +461,18 @@ def test_one_document_on_stdout(tmp_path):
     res = subprocess.run([sys.executable, "-m", "fusebisect", "overflow", str(tmp_path / "my"), "--scan", "--json",
                           "--html", "-"], capture_output=True, text=True)
     assert res.returncode == 2 and "--html - and --json: both would go to stdout" in res.stderr
+
+
+def test_json_on_stdout_is_indented_with_a_long_list_of_objects_one_per_line(capsys):
+    """--json output reads as json.dumps(indent=2) does; a long list of objects (compare's tensors, a run's
+    trials) keeps one object per line, which json's fast encoder writes."""
+    from fusebisect.cli.common import print_json
+
+    small = {"a": [1, {"b": []}], "c": {}, "d": "é", "e": None}
+    print_json(small)
+    assert capsys.readouterr().out == json.dumps(small, indent=2, ensure_ascii=False) + "\n"
+    big = {"rows": 40, "tensors": [{"index": i, "cosine": 1.0, "op": f"op{i}"} for i in range(40)]}
+    print_json(big)
+    out = capsys.readouterr().out
+    assert json.loads(out) == big
+    assert '    {"index": 7, "cosine": 1.0, "op": "op7"},\n' in out

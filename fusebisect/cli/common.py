@@ -84,12 +84,32 @@ def print_json(obj: Any) -> None:
     Unicode (a file name of non-UTF-8 bytes, read with surrogate escapes; a lone surrogate in a file read) is
     written as \\u escapes, so the document stays parseable."""
     doc = to_jsonable(obj)
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    text = _indented(doc, "", False)
     try:   # (stdout in Latin-1 or ASCII: escaped, never "?" for a name)
         text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
     except (UnicodeEncodeError, LookupError):
-        text = json.dumps(doc, indent=2, ensure_ascii=True)
+        text = _indented(doc, "", True)
     write_out(text + "\n")
+
+
+_ONE_PER_LINE = 32   # a longer list of objects (compare's tensors, run's trials) is written one object per line
+
+
+def _indented(value: Any, pad: str, ascii_only: bool) -> str:
+    """``json.dumps(value, indent=2)``, except that a long list of objects puts each on one line: as readable, and
+    written by json's C encoder (the indenting one is pure Python: a tenth of a 2000-tensor compare's time)."""
+    inner = pad + "  "
+    if isinstance(value, dict) and value:
+        items = (f"{inner}{json.dumps(k, ensure_ascii=ascii_only)}: {_indented(v, inner, ascii_only)}"
+                 for k, v in value.items())
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list) and value:
+        if len(value) > _ONE_PER_LINE and all(isinstance(v, dict) for v in value):
+            items = (inner + json.dumps(v, ensure_ascii=ascii_only) for v in value)
+        else:
+            items = (inner + _indented(v, inner, ascii_only) for v in value)
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value, ensure_ascii=ascii_only)
 
 
 def write_out(text: str) -> None:

@@ -997,6 +997,28 @@ def _npu_restore(record) -> np.ndarray:
     return arr
 
 
+class RealPath:
+    """A dump file's resolved path as the metrics' messages name it (as msaccucmp does), resolved only when a
+    message is written: most comparisons write none, and resolving every file costs more than reading it."""
+
+    __slots__ = ("path", "_real")
+
+    def __init__(self, path) -> None:
+        self.path = path
+        self._real: str | None = None
+
+    def __str__(self) -> str:
+        if self._real is None:
+            self._real = os.path.realpath(self.path)
+        return self._real
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+
 def _compare_records(ctx, row: CompareRow, a, b, my_path, golden_path) -> None:
     """NPU vs NPU: restores both records and compares them into ``row`` (now or at the next batch flush)."""
 
@@ -1019,7 +1041,7 @@ def _compare_records(ctx, row: CompareRow, a, b, my_path, golden_path) -> None:
         row.metrics = _nan_metrics(ctx)
         row.fail_reason = f"[{Path(my_path).name}_TENSOR] Shape mismatch after restore: ({x.size},) vs ({y.size},)"
         return
-    ctx.pending.add(row, x, y, a.shape, os.path.realpath(my_path), os.path.realpath(golden_path), failed)
+    ctx.pending.add(row, x, y, a.shape, RealPath(my_path), RealPath(golden_path), failed)
 
 
 # ---- golden .npy without a graph: outputs by op name
@@ -1319,5 +1341,5 @@ def _golden_row(ctx, index, entry, dump, record, tensor, golden, origin: mp.Orig
     def failed(exc: Exception) -> None:   # the row becomes the failure row, as when reading fails
         vars(row).update(vars(fail(str(exc))))
 
-    ctx.pending.add(row, x, y, shape, os.path.realpath(entry.path), os.path.realpath(golden_path), failed)
+    ctx.pending.add(row, x, y, shape, RealPath(entry.path), RealPath(golden_path), failed)
     return row
