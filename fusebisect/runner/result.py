@@ -270,7 +270,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
         if v is None and j["status"] != "found":
             console.print("  not verified: no run of it showed the job good")
         elif v is not None and j["status"] != "found" and v["outcome"] == "bad":
-            console.print(f"  NOT sufficient: a run with it was [red]BAD[/red]"
+            console.print("  NOT sufficient: a run with it was [red]BAD[/red]"
                           + (f" ({escape(v['reason'])})" if v["reason"] else ""), markup=True)
         elif v is not None and j["status"] != "found" and v["outcome"] != "good":   # a run that says nothing
             console.print(f"  not verified: its run was {v['outcome'].upper()}"

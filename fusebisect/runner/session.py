@@ -573,7 +573,6 @@ class Session:
         """Run the all-candidates-off configuration until three of its runs have a metric, so that the reference
         is their middle one: up front for a job declared noisy (``flaky``), else once two of its runs disagree.
         Within the budget; at most three more runs (a resume counts the journal's)."""
-        spec = self.judge.metric
         for _ in range(3):
             runs = self._reference_runs()
             if not runs or len(runs) >= 3:
