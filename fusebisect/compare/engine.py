@@ -118,36 +118,66 @@ def _load_graph(graph):
     return load_graph(graph)
 
 
-def _graph_for(graph, dumped, side: str, notes: list[str]):
-    """The graph of one side. A directory of several Build graphs is merged (a job's graph_1, graph_2, ...),
-    except when they share op names (a train and an eval graph, or a recompile): merged, the later one would
-    stand for ops of the other. Then the one graph that holds the most of ``dumped`` (the dump files' op
-    names) is used, with a note."""
-    if graph is None or hasattr(graph, "ops") or not Path(graph).is_dir():
+def tree_model(tree) -> str | None:
+    """The model (graph) name of a dump tree's leaf directory, when its dumps name exactly one; else None."""
+    if tree is None:
+        return None
+    names = {e.model_name for e in tree.entries}
+    return next(iter(names)) if len(names) == 1 else None
+
+
+def graph_for(graph, dumped, side: str, notes: list[str], model: str | None = None):
+    """The graph of one side, for both engines. A directory of several Build graphs is merged (a job's graph_1,
+    graph_2, ...), except when they share op names (a train and an eval graph, or a recompile): merged, the later
+    one would stand for ops of the other. Then the graph the dumps' model directory names (``model``) is used,
+    else the one that holds the most of ``dumped`` (the dump files' op names), then the later file (a recompile),
+    with a note. One file holding several GraphDefs that share op names is cut to the one ``model`` names the
+    same way (an op's fusion passes are those of the graph that ran it)."""
+    if graph is None or hasattr(graph, "ops"):
         return _load_graph(graph)
+    if not Path(graph).is_dir():
+        return _model_part(_load_graph(graph), model, side, notes)
     from fusebisect.compare.graph import load_graph_files
 
     merged, each = load_graph_files(graph)
     if len(each) < 2:
-        return merged
+        return _model_part(merged, model, side, notes)
     names = [{mp.lookup_name(o.name) for o in g.ops} for _f, g in each]
     if sum(map(len, names)) == len(set().union(*names)):
         return merged   # no op name in two graphs: they are parts of one job
     covered = [len(n & dumped) for n in names]
     undumped = [len(n - dumped) for n in names]   # an eval graph of unfused ops names ops never dumped
-    best = max(range(len(each)), key=lambda i: (covered[i], -undumped[i], i))   # then the later file (a recompile)
-    if covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
+    named = [bool(model) and model in g.graph_names for _f, g in each]
+    best = max(range(len(each)), key=lambda i: (named[i], covered[i], -undumped[i], i))
+    if not named[best] and covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
         return merged
+
     def shown(f: Path) -> str:   # under the folder given (runs of a job keep the same names in pid_* folders)
         try:
             return str(f.relative_to(graph))
         except ValueError:
             return f.name
 
+    why = (f"whose graph {model} the dumps' model directory names" if named[best] else
+           f"which names {covered[best]} of the {len(dumped)} op dumps")
     notes.append(f"{graph} holds {len(each)} Build graphs sharing op names: the {side} side uses "
-                 f"{shown(each[best][0])}, which names {covered[best]} of the {len(dumped)} op dumps (the others: "
+                 f"{shown(each[best][0])}, {why} (the others: "
                  f"{', '.join(shown(f) for i, (f, _g) in enumerate(each) if i != best)})")
     return each[best][1]
+
+
+def _model_part(graph, model: str | None, side: str, notes: list[str]):
+    """``graph`` cut to its GraphDef named ``model`` when it holds several that share op names; else as it is."""
+    if graph is None or not model or len(graph.graph_names) < 2 or model not in graph.graph_names:
+        return graph
+    names = [o.name for o in graph.ops]
+    if len(names) == len(set(names)):
+        return graph
+    from fusebisect.compare.graph import Graph
+
+    notes.append(f"{graph.path} holds graphs {', '.join(graph.graph_names)} sharing op names: the {side} side uses "
+                 f"{model}, which the dumps' model directory names")
+    return Graph(graph.path, [o for o in graph.ops if o.graph == model], [model])
 
 
 def _dir_has_npy(path: Path) -> bool:
@@ -259,14 +289,15 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         if not golden_index.files:
             raise DumpFormatError(f"no op dump files and no golden .npy files found in {golden_path}")
     graph_notes: list[str] = []
-    my_g = _graph_for(my_graph, set(my_index.files), "my", graph_notes)
-    golden_g = _graph_for(golden_graph, set(golden_index.files), "golden", graph_notes)
+    my_g = graph_for(my_graph, set(my_index.files), "my", graph_notes, tree_model(my_tree))
+    golden_g = graph_for(golden_graph, set(golden_index.files), "golden", graph_notes, tree_model(golden_tree))
     ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
     ctx.notes.extend(leaf_notes + graph_notes)
     ctx.my_address = not _dir_has_npy(my_path)
     ctx.golden_address = not golden_npy and not _dir_has_npy(golden_path)
 
     stray: list[str] = []
+    dropped: dict[str, list[str]] = {}   # fused ops with dumps that msaccucmp's merged rule leaves out
     if my_g is None:
         if golden_npy:
             mode = "npy_by_name"
@@ -291,6 +322,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
             if same_ops_directly and golden_g is not None:
                 ctx.golden_types = {o.name: (o.type, tuple(o.pass_names), o.ub_pass_name) for o in close.op_list}
             rule = mp.merge_close(rule, close)
+            dropped = _left_out(my_g, rule, my_index)
+            for name, originals in dropped.items():
+                ctx.unmatched.append({"op": name, "side": "my", "reason": (
+                    f"not compared: its original ops ({', '.join(originals)}) start as another fused op's do, and "
+                    "msaccucmp's fusion rule keeps only the first of them (one op fused into several)")})
         ctx.rule = rule
         tasks = _tasks_graph(ctx)
     if op is not None:
@@ -315,6 +351,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:
         blame_producer(report.first_divergence, report.rows, my_g)
+        _left_out_upstream(report, my_g, dropped)
         if report.unreadable:   # the first divergence is the first among the tensors that could be read
             first = report.unreadable[0]
             report.notes.append(f"{len(report.unreadable)} dump file(s) could not be read (first: {first['reason']}): "
@@ -995,6 +1032,31 @@ def _npu_restore(record) -> np.ndarray:
         except (FusebisectError, ValueError):
             return arr
     return arr
+
+
+def _left_out(graph, rule, index) -> dict[str, list[str]]:
+    """The dumped ops of ``graph`` that the merged fusion ``rule`` holds in no group (an op fused into several: the
+    later ones start with the same original op), with their original ops."""
+    kept = {o.name for ops in rule.groups.values() for o in ops}
+    return {o.name: list(o.original_op_names) for o in graph.ops
+            if o.name not in kept and o.original_op_names and mp.lookup_name(o.name) in index.files}
+
+
+def _left_out_upstream(report, graph, dropped: dict[str, list[str]]) -> None:
+    """When the first divergent op reads what a left-out op (:func:`_left_out`) wrote, say that the divergence may
+    start there, with that op's passes: nothing compared it."""
+    first = report.first_divergence
+    op = graph.op(str(first.get("op") or "").split(",")[0]) if dropped else None
+    if op is None:
+        return
+    for edge in op.inputs:
+        producer = graph.op(edge.split(":")[0])
+        if producer is not None and producer.name in dropped:
+            passes = ", ".join([*producer.pass_names, *([producer.ub_pass_name] if producer.ub_pass_name else [])])
+            report.notes.append(f"{op.name} reads the output of {producer.name}, which was not compared (one op "
+                                f"fused into several; see unmatched): the divergence may start there"
+                                + (f" (its passes: {passes})" if passes else ""))
+            return
 
 
 class RealPath:

@@ -125,8 +125,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
     """
-    from fusebisect.compare.engine import choose_inputs
-    from fusebisect.compare.graph import load_graph, write_atc_json
+    from fusebisect.compare.engine import choose_inputs, graph_for, tree_model
+    from fusebisect.compare.graph import write_atc_json
 
     script = find_msaccucmp(script)
     my_path, golden_path = Path(my), Path(golden)
@@ -146,11 +146,15 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
                        _flat_dir(golden_path, golden_tree, work, "golden"))
         argv = [sys.executable, str(script), "compare", "-m", str(my_flat), "-g", str(golden_flat)]
         graph = None
+        graph_notes: list[str] = []   # the graphs the native engine would use (a train/eval directory: one)
         if my_graph is not None:
-            graph = my_graph if hasattr(my_graph, "ops") else load_graph(my_graph)
+            dumped = set(mp.index_tree(my_tree, graph=True, direct=ffts_direct).files)
+            graph = graph_for(my_graph, dumped, "my", graph_notes, tree_model(my_tree))
             argv += ["-f", str(write_atc_json(graph, work / "my_graph.json"))]
         if golden_graph is not None:
-            close = golden_graph if hasattr(golden_graph, "ops") else load_graph(golden_graph)
+            dumped = set() if chosen.golden_npy else set(mp.index_tree(golden_tree, graph=True,
+                                                                       direct=ffts_direct).files)
+            close = graph_for(golden_graph, dumped, "golden", graph_notes, tree_model(golden_tree))
             argv += ["-cf", str(write_atc_json(close, work / "golden_graph.json"))]
         if algorithms:
             argv += ["-alg", ",".join(algorithms)]
@@ -181,7 +185,7 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
             raise FusebisectError(f"msaccucmp could not read the dumps: {unparsed.group(0).strip()} (it reads a "
                                   "header length first, which a dump written whole as protobuf does not have; the "
                                   "native engine reads binary, protobuf and nano dumps)")
-    report.notes[:0] = leaf_notes
+    report.notes[:0] = leaf_notes + graph_notes
     timestamps = {}
     for entry in my_tree.entries:
         timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
@@ -337,7 +341,9 @@ def read_result_csv(path, *, cosine: float = 0.99, max_abs_error: float | None =
     my_dtype_col = next((i for i in range(my_col, golden_col) if head[i] == "DataType"), None)
     golden_dtype_col = next((i for i in range(golden_col, tensor_col) if head[i] == "DataType"), None)
     algorithms = [h for h in head[shape_col + 1:reason_col] if h in ALGORITHMS]
-    ops = {op.name: op for op in graph.ops} if graph is not None else {}
+    ops: dict = {}
+    for op in graph.ops if graph is not None else ():   # the first op of a name, as msaccucmp and Graph.op take
+        ops.setdefault(op.name, op)
     out: list[CompareRow] = []
     for cells in rows:
         if len(cells) < len(head):

@@ -335,6 +335,11 @@ def _parts_under(path: Path, root: Path) -> tuple[str, ...]:
         return path.parent.parts
 
 
+def _names_key(key: tuple) -> tuple:
+    """A leaf key's parts as sortable text (None first): the last tie-break, so a choice never hangs on set order."""
+    return tuple((v is not None, str(v) if v is not None else "") for v in key)
+
+
 def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
              earliest: bool = False) -> tuple[DumpTree, DumpTree | None, list[str]]:
     """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
@@ -365,7 +370,8 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
     pick = None
     if common:   # one (device, model, iteration) for both sides: the model with the most ops on both together
         pick = min(common, key=lambda k: (*_leaf_key(keys[0][k], earliest),
-                                          -sum(len(groups[by_key[k]]) for groups, by_key in zip(runs_of, keys))))
+                                          -sum(len(groups[by_key[k]]) for groups, by_key in zip(runs_of, keys)),
+                                          _names_key(k)))   # a tie (a train and an eval model alike): by name
     elif len(trees) > 1 and all(any(k[0] is not None for k in ks) for ks in keys):
         notes.append("my and golden dumps have no (device, model, iteration) in common: each side's own leaf is "
                      "compared, which may be another step's data (give two leaf directories to choose)")
@@ -377,7 +383,7 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
         if pick is not None:
             chosen = by_key[pick]
         else:   # the latest iteration, then the model with the most ops
-            chosen = min(groups, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g])))
+            chosen = min(groups, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g]), _names_key(g)))
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
         device, name, _mid, iteration, run = chosen
         models = len({g[1] for g in groups})
