@@ -1138,3 +1138,28 @@ print("loss: 1.0"); print(f"loss: {{1 + n}}"); print("loss: 0.5")
     j = json.loads(capsys.readouterr().out)
     assert rc == 1 and j["status"] == "inconclusive" and not j["culprits"], j["message"]
     assert "curve point 1:" in j["message"] and "differ from each other beyond the tolerance" in j["message"]
+
+
+def test_a_rule_outside_the_candidates_that_fires_with_every_bad_verdict_leaves_the_answer_open(capsys, tmp_path):
+    """Turning passes off can let another pass fuse the pattern: here MulAddFusionPass (never a candidate: it
+    does not fire in the default configuration) fires whenever any candidate is off, and it is what breaks the
+    job. The runs then name rules 'bad while turned off' that only let it fire; it fired in every BAD run and in
+    no GOOD one, so the verdict is inconclusive, naming it and the rerun that tests it."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os, sys\n"
+        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
+        "rules = ['GeluFusionPass', 'LayerNormFusionPass', 'SoftmaxFusionPass', 'MatMulBiasAddFusionPass']\n"
+        "fired = [r for r in rules if f'\"{r}\": \"off\"' not in text]\n"
+        "if len(fired) < len(rules):\n"
+        "    fired.append('MulAddFusionPass')\n"
+        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
+        "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
+        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
+        "sys.exit(1 if 'MulAddFusionPass' in fired else 0)\n")
+    rc = main(["--quiet", "run", "--json", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["status"] == "inconclusive"
+    assert "MulAddFusionPass, not a candidate, fired in every BAD run" in out["message"]
+    assert "--rules GeluFusionPass,LayerNormFusionPass,MatMulBiasAddFusionPass,SoftmaxFusionPass,MulAddFusionPass" \
+        in out["message"]

@@ -1533,6 +1533,8 @@ class Session:
                     f"means like that reference, so {'it' if len(stuck) == 1 else 'they'} may be the cause, which "
                     f"the culprits found only make visible. Say what a good run is ({self._expect_hint()} or "
                     f"--check CMD) to tell."))
+            if result.status == "found" and (confounded := self._confounded(result)) is not None:
+                result = dataclasses.replace(result, status="inconclusive", message=f"{result.message} {confounded}")
             if result.status == "found" and (unchecked := self._unchecked_references()) is not None:
                 refs, base = unchecked
                 failed = sorted({r.measurement.exit_code for r in refs} - {0}, key=str)
@@ -1706,6 +1708,35 @@ class Session:
                           + ("whose runs disagree" if split else "not sufficient (the job is still bad with it)"
                              if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
+
+    def _confounded(self, result) -> str | None:
+        """A rule outside the candidates whose firing matches the verdicts (it fired in every judged BAD run and in
+        no GOOD one, among runs that wrote what fired) explains them as well as the culprits named: switching a pass
+        off can let another fuse the same pattern, or a pass may fire only sometimes. Returns the message saying
+        so, or None. Needs two BAD and one GOOD run with that evidence."""
+        judged = [r for r in self.records if r.outcome in (GOOD, BAD) and self._wrote_evidence(r.paths)]
+        bad = [r for r in judged if r.outcome == BAD]
+        good = [r for r in judged if r.outcome == GOOD]
+        if len(bad) < 2 or not good:
+            return None
+        named = {rule for c in result.culprits for rule in c.rules}
+        cands = set(self.candidates)
+        fired = [{k for k, v in self.fired_in(r.paths).items() if getattr(v, "effect_times", 1) > 0} for r in bad]
+        suspects = set.intersection(*fired) - cands - named
+        for r in good:
+            suspects -= set(self.fired_in(r.paths))
+        if not suspects:
+            return None
+        rules = sorted(suspects)
+        one = len(rules) == 1
+        switchable = [r for r in rules if (rule := self.catalog.get(r)) is None or rule.can_disable]
+        hint = (f" To test {'it' if len(switchable) == 1 else 'them'}, rerun with --fresh and --rules "
+                f"{','.join([*self.candidates, *switchable])}." if switchable else
+                " No switch file can turn it off." if one else " No switch file can turn them off.")
+        return (f"But {_short(rules)}, not {'a candidate' if one else 'candidates'}, fired in every BAD run "
+                f"({len(bad)}) and in no GOOD one ({len(good)}): {'it explains' if one else 'they explain'} the "
+                f"verdicts as well as the culprits named (turning a pass off can let another fuse the same pattern, "
+                f"and a pass may fire only sometimes).{hint}")
 
     def _divergence_outside(self) -> tuple[str, list[str]] | None:
         """(op, its rules) when the first divergence of the baseline's dumps is an op fused only by rules that are
