@@ -369,3 +369,40 @@ def test_run_reports_say_when_the_first_divergence_is_an_input(capsys, tmp_path)
     said = ("his is an input of ln_LayerNorm: the divergence comes from fc1_MatMul (output 0, not compared); the "
             "passes and ops in the row are the producer")
     assert said in (work / "report.md").read_text() and said in (work / "report.html").read_text()
+
+
+def test_a_scalar_downstream_of_the_culprit_is_not_blamed_on_a_pass_no_switch_reaches(capsys, tmp_path):
+    """Under --cosine 0.9 the faulty UB op's output (cosine 0.915) stays above the threshold and the loss after it,
+    a scalar fused by a forbidden-close pass, crosses it first: its input already differed from the reference,
+    so that pass did not start the divergence, and the culprit found (its run off GOOD) is the answer."""
+    rc, j, err = _run(capsys, "--dumps", "--cosine", "0.9", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "TbeReduceElemwiseFusionPass", "--dump-step", "0")
+    assert rc == 0 and j["status"] == "found", j["message"]
+    assert [c["rules"] for c in j["culprits"]] == [["TbeReduceElemwiseFusionPass"]]
+
+
+STOP_DUMPS = textwrap.dedent("""\
+    import json, os, pathlib, subprocess, sys
+    rc = subprocess.call([sys.executable, "-m", "fusebisect.sim", "train", *sys.argv[1:]])
+    cfg = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))
+    off = {n for s in cfg.get("Switch", {}).values() for n, v in s.items() if v == "off"}
+    if "LayerNormFusionPass" in off and len(off) < 9:   # not the reference: its dumps stop at fc2_MatMul
+        root = pathlib.Path(os.environ["FUSEBISECT_DUMP_DIR"])
+        files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: int(p.name.split(".")[-1]))
+        cut = next(i for i, p in enumerate(files) if ".fc2_MatMul." in p.name)
+        for p in files[cut:]:
+            p.unlink()
+    sys.exit(rc)
+    """)
+
+
+def test_a_run_whose_dumps_stop_early_is_not_good(capsys, tmp_path):
+    """A job that exits 0 with its dumps cut short (a full disk) left the tensors after the cut uncompared: GOOD
+    would clear SoftmaxFusionPass, the second culprit. Those runs are INVALID, and the answer is not 'found'."""
+    job = tmp_path / "stop.py"
+    job.write_text(STOP_DUMPS)
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job),
+                      "--dump-step", "0", "--faulty", "LayerNormFusionPass,SoftmaxFusionPass")
+    assert rc == 1 and j["status"] != "found", j["message"]
+    cut = [t for t in j["trials"] if "have no dump here (first: fc2_MatMul)" in (t.get("reason") or "")]
+    assert cut and all(t["outcome"] == "invalid" for t in cut)

@@ -98,6 +98,8 @@ class CompareReport:
     #: my op dumps the graph given for my side has no op for, so they were not compared (it may not be this
     #: dump's graph): no "no divergence" can rest on a comparison that left them out
     not_in_graph: list[str] = field(default_factory=list)
+    # (run --dumps) graph ops one trial did not dump though the other did: {"run": [...], "reference": [...]}
+    cut_short: dict = field(default_factory=dict)
 
     @property
     def unreadable(self) -> list[dict]:

@@ -404,6 +404,16 @@ class Judge:
         if mine:
             return Verdict(INVALID, f"dumps: {len(mine)} dump file(s) could not be read (first: "
                            f"{mine[0]['reason']})", summary)
+        cut = report.cut_short
+        if cut.get("run"):   # its graph ran ops it did not dump: those tensors were never compared
+            return Verdict(INVALID, f"dumps: {len(cut['run'])} op(s) of the run's graph that the reference run dumped "
+                           f"have no dump here (first: {cut['run'][0]}): its dumps stopped early or miss ops, so "
+                           "those tensors were not compared", summary)
+        if cut.get("reference"):
+            return Verdict(INVALID, f"dumps: {len(cut['reference'])} op(s) of the reference run's graph that this run "
+                           f"dumped have no dump in the reference (first: {cut['reference'][0]}): the reference's "
+                           "dumps stopped early or miss ops, so those tensors were not compared (rerun with --fresh "
+                           "once the job dumps every op)", summary)
         if report.not_in_graph:   # the trial's own graph lacks ops it dumped: they were not compared
             return Verdict(INVALID, f"dumps: {len(report.not_in_graph)} op dump(s) have no op in the run's graph "
                            f"(first: {report.not_in_graph[0]}), so they were not compared", summary)
@@ -470,9 +480,38 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
         for graph, side in ((my_graph, paths), (golden_graph, reference_paths)):
             if graph is None:
                 raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
-    return compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
-                         algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf,
-                         same_ops_directly=True)
+    report = compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
+                           algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf,
+                           same_ops_directly=True)
+    mine, theirs = _dumped_names(paths.dump_dir), _dumped_names(reference_paths.dump_dir)
+    report.cut_short = {"run": _undumped(my_graph, mine, theirs), "reference": _undumped(golden_graph, theirs, mine)}
+    return report
+
+
+def _dumped_names(dump_dir: Path) -> frozenset[str]:
+    """The op names a trial's dumps hold (lookup spelling), any iteration."""
+    from fusebisect.compare.mapping import lookup_name
+    from fusebisect.compare.tree import scan_dumps
+
+    return frozenset(lookup_name(e.op_name) for e in scan_dumps(dump_dir).entries if e.op_type != "Opdebug")
+
+
+def _undumped(graph, own: frozenset[str], other: frozenset[str]) -> list[str]:
+    """Ops of a trial's ``graph`` it did not dump although the other run dumped them (by name, or for a fused op
+    by its original ops): dumps that stopped early (a full disk, a job cut short after exit 0) or miss ops. Ops
+    neither run dumped (Data, Const) are not counted."""
+    from fusebisect.compare.mapping import lookup_name
+
+    if graph is None:
+        return []
+    out = []
+    for op in graph.ops:
+        key = lookup_name(op.name)
+        if key in own:
+            continue
+        if key in other or any(lookup_name(o) in other for o in op.original_op_names):
+            out.append(op.name)
+    return out
 
 
 def several_iterations(paths: TrialPaths) -> bool:

@@ -1747,7 +1747,19 @@ class Session:
         if not names or set(names) & set(self.candidates):
             return None
         first = event.get("first_divergence") or {}
-        return str(first.get("op") or first.get("my_op") or "?"), names
+        op = str(first.get("op") or first.get("my_op") or "?")
+        spec = self.judge.dumps
+        if spec is not None:
+            # an op whose inputs already differ from the reference's (if less than --cosine says) did not start
+            # the divergence: a scalar output (a loss) crosses the threshold first while a tensor before it stays
+            # above it
+            clean = 1.0 - (1.0 - spec.cosine) / 10
+            for row in event.get("rows") or []:
+                if row.get("op") == op and ":input:" in str(row.get("tensor")):
+                    cos = row.get("cosine")
+                    if cos is not None and cos < clean:
+                        return None
+        return op, names
 
     def _fused_with_excluded(self, result) -> list[str]:
         """Excluded rules (forbidden-close, switch ignored) that fused the same ops as a culprit in the baseline's
