@@ -1163,3 +1163,25 @@ def test_a_rule_outside_the_candidates_that_fires_with_every_bad_verdict_leaves_
     assert "MulAddFusionPass, not a candidate, fired in every BAD run" in out["message"]
     assert "--rules GeluFusionPass,LayerNormFusionPass,MatMulBiasAddFusionPass,SoftmaxFusionPass,MulAddFusionPass" \
         in out["message"]
+
+
+def test_a_rule_the_job_reports_in_another_section_than_the_catalog_is_switched_where_the_job_reads_it(
+        capsys, tmp_path):
+    """This CANN reports TbeEltwiseFusionPass under graph_fusion (the catalog: UBFusion) and reads its switch
+    there: written in UBFusion only, every run with it 'off' still fused it and the job was blamed for ignoring
+    its switch. Both sections are written where the two disagree."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os, sys\n"
+        "graph = json.load(open(os.environ['FUSEBISECT_SWITCH_FILE'])).get('Switch', {}).get('GraphFusion', {})\n"
+        "rules = ['GeluFusionPass', 'LayerNormFusionPass', 'TbeEltwiseFusionPass']\n"
+        "fired = [r for r in rules if graph.get(r) != 'off']\n"
+        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
+        "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
+        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
+        "sys.exit(1 if 'TbeEltwiseFusionPass' in fired else 0)\n")
+    rc = main(["--quiet", "run", "--json", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [c["rules"] for c in out["culprits"]] == [["TbeEltwiseFusionPass"]], out["message"]
+    cfg = json.loads((tmp_path / "w" / "fusion_switch.cfg").read_text())
+    assert cfg["Switch"]["GraphFusion"] == {"TbeEltwiseFusionPass": "off"}

@@ -431,9 +431,11 @@ class Session:
         for names, value in ((off, "off"), (direction_on, "on")):
             for name in sorted(names):
                 rule = self.catalog.get(name)
-                kind = rule.kind if rule is not None and rule.kind in KINDS else self.kinds.get(name)
-                for k in ((kind,) if kind in KINDS else KINDS):
-                    cfg.section(k)[rule.name if rule is not None and kind in KINDS else name] = value
+                # the section the job's fusion_result.json reported it in is what this CANN reads; where the
+                # catalog says otherwise (another version), both: an entry in the other section does nothing
+                kinds = [k for k in KINDS if k in (self.kinds.get(name), rule.kind if rule is not None else None)]
+                for k in kinds or KINDS:
+                    cfg.section(k)[rule.name if rule is not None and kinds else name] = value
         return cfg
 
     def switch_file(self, off: frozenset[str], on: frozenset[str] = frozenset()) -> Path:
