@@ -45,7 +45,10 @@ TARGET = textwrap.dedent(r'''
         if first in on and second in on:
             on.remove(second)
     work = os.environ["ASCEND_WORK_PATH"]
-    res = {"session_and_graph_id_0_1": {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on}}}
+    ub = {"AddRmsNormFusionPass"}   # reported in its own section, as CANN does
+    res = {"session_and_graph_id_0_1": {
+        "graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on if r not in ub},
+        "ub_fusion": {r: {"match_times": 1, "effect_times": 1} for r in on if r in ub}}}
     if os.environ.get("T_EVAL_GRAPH") == "1":   # a second session built without the switch file
         res["session_and_graph_id_1_2"] = {"graph_fusion": {r: {"match_times": 1, "effect_times": 1} for r in rules}}
     if os.environ.get("T_ARRAY") == "1":   # GE's newer writer: an array of per-graph objects
