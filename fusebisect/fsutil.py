@@ -149,6 +149,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         try:
             while view:
                 view = view[os.write(fd, view):]
+        except BrokenPipeError:   # its reader went away (| head): exit as SIGPIPE would, as the other output does
+            from fusebisect.console import exit_pipe_closed
+
+            exit_pipe_closed()
         except OSError as exc:   # a descriptor that is not open: named by the path asked for
             raise OSError(exc.errno, f"cannot write it ({exc.strerror or exc})", str(path)) from None
         return path

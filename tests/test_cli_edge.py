@@ -357,7 +357,7 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_command_as_sigpipe_would(t
     # JSON, a switch file written to stdout, the simulator's loss lines: the same (the reader is gone before
     # the command writes anything), and the help pages (typer prints them through consoles of its own)
     for argv in (["rules", "list", "--json"], ["cfg", "all-off"], ["sim", "train", "--steps", "2"], ["--version"],
-                 ["--help"], ["cfg", "check", "--help"]):
+                 ["--help"], ["cfg", "check", "--help"], ["cfg", "all-off", "--out", "-"]):   # (a file on stdout)
         read_end, write_end = os.pipe()
         os.close(read_end)
         proc = subprocess.Popen([sys.executable, "-m", "fusebisect", *argv], stdout=write_end,
