@@ -27,3 +27,29 @@ def test_forked_workers_give_the_serial_result(tmp_path):
 
     assert cells(forked) == cells(serial)
     assert forked.first_divergence == serial.first_divergence
+
+
+def test_a_worker_that_cannot_hand_its_result_over_has_its_share_compared_here(tmp_path, monkeypatch):
+    """A full temporary directory (or a file size limit) fails a worker's write of its result: its share is
+    compared by the parent, never an internal error."""
+    import errno
+    import pickle
+
+    import numpy as np
+
+    from fusebisect.compare.dumpfile import write_dump
+
+    for side, shift in (("a", 0.0), ("b", 1e-3)):
+        for i in range(12):
+            x = np.arange(64, dtype=np.float32) + i
+            write_dump(tmp_path / side / f"Add.op{i}.{i}.0.{1700000000000000 + i}", op_name=f"op{i}", inputs=[],
+                       outputs=[x + shift])
+    serial = compare_dumps(tmp_path / "a", tmp_path / "b")
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pickle, "dump", full)   # (the forked workers inherit it)
+    forked = compare_dumps(tmp_path / "a", tmp_path / "b", jobs=3)
+    assert [(r.tensor, r.cosine) for r in forked.rows] == [(r.tensor, r.cosine) for r in serial.rows]
+    assert len(forked.rows) == 12

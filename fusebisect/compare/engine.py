@@ -805,14 +805,19 @@ def _run_split(tasks: list[_Task], ctx: _Context, jobs: int) -> list[list[tuple[
                     os._exit(code)
             children.append((pid, out))
         parts = [_run_range(tasks, ctx, *ranges[0])]
+        shares = list(ranges[1:])
         while children:
             pid, out = children[0]
             _, status = os.waitpid(pid, 0)
             children.pop(0)
+            bounds = shares.pop(0)
             with out:
                 out.seek(0)
                 if os.waitstatus_to_exitcode(status) != 0:
-                    raise RuntimeError(f"compare worker {pid} failed (exit status {status})")
+                    # it could not hand its result over (a full temporary directory, a file size limit) or died:
+                    # this process compares its share itself
+                    parts.append(_run_range(tasks, ctx, *bounds))
+                    continue
                 ok, value = pickle.load(out)
             if not ok:
                 raise value
