@@ -236,3 +236,26 @@ def test_report_names_a_damaged_journal_and_hand_edits_that_change_its_meaning(d
         (edited / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in copy))
         assert main(["report", str(edited), "--json"]) == 2
         assert why in capsys.readouterr().err
+
+
+def test_a_project_moved_with_its_workdir_inside_is_reported_where_it_is_now(tmp_path, capsys, monkeypatch):
+    """The repro commands run in the directory the run began in: moved together with the workdir inside it
+    (as a resume accepts), they and the Command section name where it is now, and run as printed."""
+    import sys
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    monkeypatch.chdir(proj)
+    assert main(["--quiet", "run", "--metric", r"loss ([0-9.]+)", "--workdir", "wk", "--", sys.executable, "-m",
+                 "fusebisect.sim", "train", "--steps", "3", "--faulty", "GeluFusionPass"]) == 0
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)
+    proj.rename(tmp_path / "moved")
+    assert main(["report", "moved/wk", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for side in ("good", "bad"):
+        argv = doc["repro"][side]
+        assert argv[:3] == ["env", "-C", str(tmp_path / "moved")]
+        assert subprocess.run(argv, capture_output=True, timeout=120).returncode == 0   # (the job runs)
+    assert main(["report", "moved/wk", "--markdown", str(tmp_path / "r.md")]) == 0
+    assert f"cd {tmp_path / 'moved'} && " in (tmp_path / "r.md").read_text()

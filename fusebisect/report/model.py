@@ -245,17 +245,21 @@ def _rebase(view: RunView, workdir: Path) -> None:
     olds = {Path(view.began_in)} if view.began_in else set()
     olds |= {Path(t.trial_dir).parent.parent for t in view.trials
              if t.trial_dir and Path(t.trial_dir).parent.name == "trials"}
-    olds = sorted((str(o) for o in olds if o != workdir), key=len, reverse=True)
-    if not olds:
+    moves = sorted(((str(o), str(workdir)) for o in olds if o != workdir), key=lambda m: len(m[0]), reverse=True)
+    cwd = _moved_cwd(view, workdir)
+    if cwd is not None:   # the directory the run began in moved with the workdir inside it (a repro's env -C)
+        moves.append((view.cwd, str(cwd)))
+        view.cwd = str(cwd)
+    if not moves:
         return
 
     def here(value):
         if isinstance(value, str):
             key, eq, path = value.partition("=")   # a repro command's VAR=PATH
             head, tail = (key + eq, path) if eq and not key.startswith(os.sep) else ("", value)
-            for old in olds:
+            for old, new in moves:
                 if tail == old or tail.startswith(old + os.sep):
-                    return head + str(workdir) + tail[len(old):]
+                    return head + new + tail[len(old):]
             return value
         if isinstance(value, list):
             return [here(v) for v in value]
@@ -267,6 +271,22 @@ def _rebase(view: RunView, workdir: Path) -> None:
         t.trial_dir, t.switch_file = here(t.trial_dir), here(t.switch_file)
     if view.result is not None:
         view.result = here(view.result)
+
+
+def _moved_cwd(view: RunView, workdir: Path) -> Path | None:
+    """Where the directory the run began in is now, when the workdir inside it moved with it (the workdir sits
+    where it sat relative to it); None when it did not move, or the workdir was not inside it."""
+    if not view.cwd or not view.began_in or Path(view.began_in) == workdir:
+        return None
+    try:
+        inside = Path(view.began_in).relative_to(view.cwd)
+    except ValueError:
+        return None
+    depth = len(inside.parts)
+    if depth and workdir.parts[-depth:] != inside.parts:
+        return None
+    moved = Path(*workdir.parts[:len(workdir.parts) - depth]) if depth else workdir
+    return moved if str(moved) != view.cwd else None
 
 
 def _holds(candidate: Path, digest: str) -> bool:
