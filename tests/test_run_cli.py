@@ -1185,3 +1185,22 @@ def test_a_rule_the_job_reports_in_another_section_than_the_catalog_is_switched_
     assert rc == 0 and [c["rules"] for c in out["culprits"]] == [["TbeEltwiseFusionPass"]], out["message"]
     cfg = json.loads((tmp_path / "w" / "fusion_switch.cfg").read_text())
     assert cfg["Switch"]["GraphFusion"] == {"TbeEltwiseFusionPass": "off"}
+
+
+def test_the_count_of_excluded_rules_says_why_they_were_left_out(capsys, tmp_path):
+    """A forbidden-close pass and a name no pass can have were both left out: not both because they 'cannot be
+    disabled'."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os, sys\n"
+        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
+        "fired = ['AddNFusionPass', 'Bad Name', *(r for r in ('GeluFusionPass', 'LayerNormFusionPass')\n"
+        "                                         if f'\"{r}\": \"off\"' not in text)]\n"
+        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
+        "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
+        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
+        "sys.exit(1 if 'GeluFusionPass' in fired else 0)\n")
+    rc = main(["run", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 0 and "2 candidate rules from the rules that fired in the baseline; 2 excluded (1 cannot be " \
+        "disabled, 1 not switchable by name)" in err, err

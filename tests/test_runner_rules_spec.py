@@ -83,3 +83,17 @@ def test_a_value_that_looks_like_a_path_is_read_as_a_file(tmp_path, monkeypatch)
         load_rules_spec("sub/other.txt")
     with pytest.raises(UsageError, match="empty value"):
         load_rules_spec(" ")
+
+
+def test_a_rule_name_stays_a_name_when_a_file_or_directory_of_that_name_is_here(tmp_path, monkeypatch):
+    """--rules GeluFusionPass with a directory (or a file) called GeluFusionPass in the working directory: the
+    rule, not the file; a file that is no rule's name is still read without a path separator."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "GeluFusionPass").mkdir()
+    assert load_rules_spec("GeluFusionPass") == ["GeluFusionPass"]
+    (tmp_path / "GeluFusionPass").rmdir()
+    (tmp_path / "GeluFusionPass").write_text("SoftmaxFusionPass\n")
+    assert load_rules_spec("GeluFusionPass") == ["GeluFusionPass"]
+    assert load_rules_spec("./GeluFusionPass") == ["SoftmaxFusionPass"]
+    (tmp_path / "suspects").write_text("SoftmaxFusionPass\n")
+    assert load_rules_spec("suspects") == ["SoftmaxFusionPass"]

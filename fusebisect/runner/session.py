@@ -1170,7 +1170,8 @@ class Session:
         baseline = None
         if self.rule_names is not None:
             names = self.rule_names
-            source = "--rules"
+            source = ("--rules" if not validation.rules_spec_is_file(self.opts.rules) else
+                      f"--rules {_esc(self.opts.rules)} (read as a file)")
             for name in names:  # only with --allow-unknown-rules (else a usage error before any run)
                 if catalog.get(name) is None:
                     self.progress.log(f"[yellow]warning:[/yellow] --rules: {name} is not a rule the catalog knows"
@@ -1209,8 +1210,12 @@ class Session:
         if not candidates:
             raise UsageError(f"no candidate rules ({source}: {len(names)} found, all excluded)")
         self.candidates = candidates
+        locked = sum(e["reason"].startswith("cannot be disabled") for e in self.excluded)
+        why = ("cannot be disabled" if locked == len(self.excluded) else
+               f"{locked} cannot be disabled, {len(self.excluded) - locked} not switchable by name" if locked else
+               "not switchable by name")
         self.progress.log(f"{len(candidates)} candidate rules from {source}"
-                          + (f"; {len(self.excluded)} excluded (cannot be disabled)" if self.excluded else ""))
+                          + (f"; {len(self.excluded)} excluded ({why})" if self.excluded else ""))
         self._write_start()
         if baseline is not None:
             index, paths, m = baseline

@@ -328,16 +328,16 @@ def _device_ids(where: str, ids: list[str]) -> list[str]:
 def load_rules_spec(spec: str) -> list[str]:
     """Return the candidate rule names of ``--rules FILE|NAME,...``, validated, in order, each once.
 
-    A value with a path separator, or naming an existing file, is a FILE: a switch file (the rules it names) or
-    a text file with names separated by newlines/commas ('#' comments). Raises UsageError for an empty value, a
-    missing or unreadable file, an invalid name, or no names at all."""
+    A FILE (:func:`rules_spec_is_file`) is a switch file (the rules it names) or a text file with names separated
+    by newlines/commas ('#' comments). Raises UsageError for an empty value, a missing or unreadable file, an
+    invalid name, or no names at all."""
     from fusebisect.rules.switchfile import looks_like_json, parse_switch_text, validate_rule_name
 
     if not spec.strip():
         raise UsageError("--rules: empty value; give FILE or NAME,NAME,...")
     path = Path(spec)
     names: list[str] = []
-    if os.sep in spec or (os.altsep and os.altsep in spec) or _is_file_name(path):
+    if rules_spec_is_file(spec):
         if not path.exists():
             from fusebisect.fsutil import missing_reason
 
@@ -381,11 +381,18 @@ def load_rules_spec(spec: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _is_file_name(path: Path) -> bool:
-    """True when ``path`` (a --rules value without a path separator) names an existing file; a long NAME,NAME,...
-    list is no file name (the OS refuses names past 255 bytes: not an error here)."""
-    try:
-        return path.exists()
+def rules_spec_is_file(spec: str) -> bool:
+    """True when a --rules value is a FILE: it holds a path separator, or it names an existing file and is not
+    the name of a rule the catalog knows (a directory or file named after a rule in the working directory does
+    not turn the rule into a file to read)."""
+    if os.sep in spec or (os.altsep and os.altsep in spec):
+        return True
+    from fusebisect.rules.catalog import default_catalog
+
+    if "," not in spec and default_catalog().get(spec.strip()) is not None:
+        return False
+    try:   # a long NAME,NAME,... list is no file name (the OS refuses names past 255 bytes: not an error here)
+        return Path(spec).exists()
     except OSError:
         return False
 
