@@ -85,6 +85,7 @@ def test_a_stop_at_the_gates_shows_the_numbers(capsys, tmp_path):
 def test_not_reproduced_exits_1(capsys, tmp_path):
     rc, j, _ = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--", *SIM)
     assert rc == 1 and j["status"] == "not_reproduced" and j["switch_file"] is None
+    assert j["bound"] is None   # the target of the culprit sets found: none
 
 
 def test_parallel_jobs(capsys, tmp_path):

@@ -167,7 +167,8 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
         "culprits": culprits,
         "executions": session.executed,
         "engine_executions": result.executions if result is not None else None,
-        "bound": result.bound if result is not None else None,
+        # the target for the culprit sets found: none found, no target (the JSON would read as one for k = 1)
+        "bound": result.bound if result is not None and culprits else None,
         "candidates": len(session.candidates),
         "candidate_rules": list(session.candidates),
         "switch_file": str(switch_path) if switch_path else None,
