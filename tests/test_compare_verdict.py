@@ -1148,6 +1148,10 @@ def test_empty_tensors_show_their_shape_and_cells_as_msaccucmp_does(tmp_path, ca
 
     assert cells(ours) == cells(theirs)
     assert cells(ours)[1][6:8] == ["[0,2]", "1.000000"]
+    # both engines: nothing diverges (msaccucmp's "(nan;nan)" mean/std cell of no element is no NaN in the data)
+    for engine in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        assert main(["compare", str(my), str(gold), "--my-graph", str(graph), *engine]) == 0, engine
+        capsys.readouterr()
 
 
 def test_a_padded_tensor_against_an_nd_golden_shows_its_original_shape(tmp_path, capsys):

@@ -407,3 +407,34 @@ def test_a_run_whose_dumps_stop_early_is_not_good(capsys, tmp_path):
     assert rc == 1 and j["status"] != "found", j["message"]
     cut = [t for t in j["trials"] if "have no dump here (first: fc2_MatMul)" in (t.get("reason") or "")]
     assert cut and all(t["outcome"] == "invalid" for t in cut)
+
+
+EVAL_GRAPH_JOB = textwrap.dedent("""\
+    import os, pathlib, subprocess, sys, tempfile
+    rc = subprocess.call([sys.executable, "-m", "fusebisect.sim", "train", *sys.argv[1:]])
+    # an eval graph built unfused and never dumped, in the same graph directory (its op names are the train's)
+    with tempfile.TemporaryDirectory() as tmp:
+        off = pathlib.Path(tmp, "off.cfg")
+        off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}')
+        env = dict(os.environ, DUMP_GRAPH_PATH=str(pathlib.Path(tmp, "g")), FUSEBISECT_DUMP_DIR=str(pathlib.Path(tmp, "d")))
+        subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "1", "--fusion-switch-file",
+                        str(off)], env=env, check=True, capture_output=True)
+        [src] = pathlib.Path(tmp, "g").glob("*/*Build.txt")
+        [dst] = pathlib.Path(os.environ["DUMP_GRAPH_PATH"]).iterdir()
+        text = src.read_text().replace("sim_train_graph", "sim_eval_graph")
+        (dst / "ge_proto_00000001_graph_2_Build.txt").write_text(text)
+    sys.exit(rc)
+    """)
+
+
+def test_dumps_oracle_maps_through_the_graph_the_dumps_model_names(capsys, tmp_path):
+    """Each trial's graph directory holds the trained (fused) graph and an unfused eval graph of the same op names:
+    merged, the eval graph's unfused ops stood for the fused ones (a wrong second culprit, and runs judged to
+    have stopped dumping early). The comparison uses the graph the dumps' model directory names, as compare
+    does."""
+    job = tmp_path / "evaljob.py"
+    job.write_text(EVAL_GRAPH_JOB)
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job),
+                      "--steps", "3", "--dump-step", "0", "--faulty", "GeluFusionPass")
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]], j["message"]
+    assert not any(t["outcome"] == "invalid" for t in j["trials"])

@@ -100,6 +100,7 @@ class CompareReport:
     not_in_graph: list[str] = field(default_factory=list)
     # (run --dumps) graph ops one trial did not dump though the other did: {"run": [...], "reference": [...]}
     cut_short: dict = field(default_factory=dict)
+    graphs: tuple = (None, None)   # the graphs the comparison used (my side, golden side), after graph_for
 
     @property
     def unreadable(self) -> list[dict]:
@@ -135,13 +136,16 @@ def graph_for(graph, dumped, side: str, notes: list[str], model: str | None = No
     else the one that holds the most of ``dumped`` (the dump files' op names), then the later file (a recompile),
     with a note. One file holding several GraphDefs that share op names is cut to the one ``model`` names the
     same way (an op's fusion passes are those of the graph that ran it)."""
-    if graph is None or hasattr(graph, "ops"):
-        return _load_graph(graph)
-    if not Path(graph).is_dir():
-        return _model_part(_load_graph(graph), model, side, notes)
-    from fusebisect.compare.graph import load_graph_files
+    from fusebisect.compare.graph import GraphSet, load_graph_files
 
-    merged, each = load_graph_files(graph)
+    if isinstance(graph, GraphSet):   # parsed already (run --dumps parses the reference's graphs once)
+        merged, each, graph = graph.merged, graph.each, graph.root
+    elif graph is None or hasattr(graph, "ops"):
+        return _load_graph(graph)
+    elif not Path(graph).is_dir():
+        return _model_part(_load_graph(graph), model, side, notes)
+    else:
+        merged, each = load_graph_files(graph)
     if len(each) < 2:
         return _model_part(merged, model, side, notes)
     names = [{mp.lookup_name(o.name) for o in g.ops} for _f, g in each]
@@ -310,7 +314,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     else:
         rule = mp.build_rule(my_g)
         ctx.originals = {o.name: list(o.original_op_names) if o.have_origin else [] for o in rule.op_list}
-        in_graph = {mp.lookup_name(o.name) for o in my_g.ops}
+        in_graph = {key for o in my_g.ops for key in (mp.lookup_name(o.name), mp.dump_file_spelling(o.name))}
         stray = [key for key in my_index.files if key not in in_graph]
         if stray:   # they are not compared; many of them means the graph is not this dump's
             ctx.notes.append(f"{len(stray)} of {len(my_index.files)} op dumps have no op of that name in the graph "
@@ -350,6 +354,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     notes = list(dict.fromkeys(my_index.notes + golden_index.notes + ctx.notes))
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
     report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
+    report.graphs = (my_g, golden_g)
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:
         blame_producer(report.first_divergence, report.rows, my_g)
@@ -1046,7 +1051,7 @@ def _left_out(graph, rule, index) -> dict[str, list[str]]:
     later ones start with the same original op), with their original ops."""
     kept = {o.name for ops in rule.groups.values() for o in ops}
     return {o.name: list(o.original_op_names) for o in graph.ops
-            if o.name not in kept and o.original_op_names and mp.lookup_name(o.name) in index.files}
+            if o.name not in kept and o.original_op_names and index.newest(o.name) is not None}
 
 
 def _left_out_upstream(report, graph, dropped: dict[str, list[str]]) -> None:

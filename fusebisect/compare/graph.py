@@ -532,6 +532,26 @@ def load_graph(path) -> Graph:
         return _load_graph(Path(path))
 
 
+@dataclass
+class GraphSet:
+    """A directory of Build graphs, parsed: merged, and each file's own (see ``engine.graph_for``, which picks
+    among them per dump). Lets a caller parse a directory once and compare many dumps against it."""
+
+    root: Path
+    merged: Graph
+    each: list[tuple[Path, Graph]]
+
+
+def load_graph_set(directory) -> GraphSet:
+    """Parse a graph directory (or one graph file) into a :class:`GraphSet`. Raises GraphFormatError."""
+    p = Path(directory)
+    if not p.is_dir():
+        graph = load_graph(p)
+        return GraphSet(p, graph, [(p, graph)])
+    merged, each = load_graph_files(p)
+    return GraphSet(p, merged, each)
+
+
 def load_graph_files(directory) -> tuple[Graph, list[tuple[Path, Graph]]]:
     """Return the merged graph of a directory (as :func:`load_graph`) and each Build file's own graph, every file
     parsed once. Raises GraphFormatError as :func:`load_graph`."""

@@ -233,7 +233,10 @@ def _judge_nan_cells(row: CompareRow) -> None:
       ``nonfinite`` 1, the count is not in the CSV), whatever the cosine (a scalar NaN has cosine 1);
     - "All the data is zero" in one side alone is cosine 0, as the native verdict takes it.
 
-    NaN/Inf on both sides cannot be judged from the cells: the row is not judged and the note says so."""
+    NaN/Inf on both sides cannot be judged from the cells: the row is not judged and the note says so. An empty
+    tensor ("(nan;nan),(nan;nan)": means of no element) holds no NaN/Inf: its cosine 1 stands, as natively."""
+    if row.shape is not None and math.prod(row.shape) == 0:
+        return
     if _SCALAR_REASON in row.fail_reason:
         if "bool" in (row.my_dtype, row.golden_dtype):
             # msaccucmp computes only the cosine (1) and RED (0 against a False golden) of a bool: its cells

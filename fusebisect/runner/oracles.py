@@ -452,6 +452,16 @@ def _graph_in(graph_dir: Path):
     return load_graph(graph_dir)
 
 
+def _graph_set_in(graph_dir: Path):
+    """A trial's Build graphs parsed as a GraphSet (the comparison picks among a train and an eval graph per
+    dump, as compare does), or None when it has none."""
+    from fusebisect.compare.graph import find_build_graphs, load_graph_set
+
+    if not graph_dir.is_dir() or not find_build_graphs(graph_dir):
+        return None
+    return load_graph_set(graph_dir)
+
+
 # the verdict, the journal's dumps rows and the prior read only these two metrics
 ORACLE_ALGORITHMS = ("CosineSimilarity", "MaxAbsoluteError")
 
@@ -460,7 +470,7 @@ ORACLE_ALGORITHMS = ("CosineSimilarity", "MaxAbsoluteError")
 def _reference_graph(graph_dir: Path):
     # every trial is compared with the same reference run, whose graph dump no longer changes once it has run:
     # parse it once, not once per trial (Build graphs of real networks take seconds to read)
-    return _graph_in(graph_dir)
+    return _graph_set_in(graph_dir)
 
 
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
@@ -474,7 +484,7 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
         return None
     from fusebisect.compare.engine import compare_dumps
 
-    my_graph = trial_graph(paths)
+    my_graph = _graph_set_in(paths.graph_dir)
     golden_graph = _reference_graph(reference_paths.graph_dir)
     if require_graphs:
         for graph, side in ((my_graph, paths), (golden_graph, reference_paths)):
@@ -484,32 +494,33 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
                            algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf,
                            same_ops_directly=True)
     mine, theirs = _dumped_names(paths.dump_dir), _dumped_names(reference_paths.dump_dir)
-    report.cut_short = {"run": _undumped(my_graph, mine, theirs), "reference": _undumped(golden_graph, theirs, mine)}
+    used_mine, used_theirs = report.graphs   # (the graph of each side the comparison chose)
+    report.cut_short = {"run": _undumped(used_mine, mine, theirs), "reference": _undumped(used_theirs, theirs, mine)}
     return report
 
 
 def _dumped_names(dump_dir: Path) -> frozenset[str]:
     """The op names a trial's dumps hold (lookup spelling), any iteration."""
-    from fusebisect.compare.mapping import lookup_name
+    from fusebisect.compare.mapping import dump_file_spelling
     from fusebisect.compare.tree import scan_dumps
 
-    return frozenset(lookup_name(e.op_name) for e in scan_dumps(dump_dir).entries if e.op_type != "Opdebug")
+    return frozenset(dump_file_spelling(e.op_name) for e in scan_dumps(dump_dir).entries if e.op_type != "Opdebug")
 
 
 def _undumped(graph, own: frozenset[str], other: frozenset[str]) -> list[str]:
     """Ops of a trial's ``graph`` it did not dump although the other run dumped them (by name, or for a fused op
     by its original ops): dumps that stopped early (a full disk, a job cut short after exit 0) or miss ops. Ops
     neither run dumped (Data, Const) are not counted."""
-    from fusebisect.compare.mapping import lookup_name
+    from fusebisect.compare.mapping import dump_file_spelling as spelt
 
     if graph is None:
         return []
     out = []
     for op in graph.ops:
-        key = lookup_name(op.name)
+        key = spelt(op.name)
         if key in own:
             continue
-        if key in other or any(lookup_name(o) in other for o in op.original_op_names):
+        if key in other or any(spelt(o) in other for o in op.original_op_names):
             out.append(op.name)
     return out
 
