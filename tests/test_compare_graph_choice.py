@@ -145,3 +145,23 @@ def test_an_op_fused_into_several_is_not_left_out_silently(case, capsys):
     assert out["first_divergence"]["op"] == "c"
     assert any("c reads the output of x2, which was not compared" in n and "SplitMatMulPass" in n
                for n in out["notes"])
+
+
+def test_an_op_name_holding_a_space_is_matched_to_its_dump_file(tmp_path, capsys):
+    """CANN writes '_' for a space of an op name in its dump file's name: the fused op 'fc1 MatMul' is found, and
+    the first divergence is it, with its pass (msaccucmp's lookup misses it)."""
+    off = tmp_path / "off.cfg"
+    off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}')
+    for side, extra in (("on", []), ("off", ["--fusion-switch-file", str(off)])):
+        subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "1", "--dump-step", "0",
+                        "--faulty", "MatMulBiasAddFusionPass", "--dump-path", str(tmp_path / side / "dump"), *extra],
+                       check=True, capture_output=True, timeout=120,
+                       env={**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(tmp_path / side / "graph")})
+        for graph in (tmp_path / side / "graph").glob("*/*Build.txt"):
+            graph.write_text(graph.read_text().replace('"fc1_MatMul', '"fc1 MatMul').replace('"fc1_BiasAdd',
+                                                                                               '"fc1 BiasAdd'))
+    out = _first(capsys, tmp_path / "on" / "dump", tmp_path / "off" / "dump", "--my-graph", tmp_path / "on" / "graph",
+                 "--golden-graph", tmp_path / "off" / "graph")
+    first = out["first_divergence"]
+    assert (first["op"], first["pass_names"]) == ("fc1 MatMul", ["MatMulBiasAddFusionPass"])
+    assert not any("no op of that name in the graph" in n for n in out["notes"])

@@ -291,6 +291,9 @@ class SideIndex:
         if group is not None:
             return group
         entries = self.files.get(key)
+        if not entries and (wide := dump_file_spelling(key)) != key:
+            # a space or backslash in the op name: CANN's dump file writes '_' for it (msaccucmp misses those)
+            return self.threads.get(wide) or (self.files.get(wide) or [None])[-1]
         return entries[-1] if entries else None
 
     def newest(self, op_name: str):
@@ -301,7 +304,7 @@ class SideIndex:
         """The newest golden .npy entry for ``op_name`` output ``index`` or None."""
         if self.golden is None:
             return None
-        return self.golden.get((lookup_name(op_name), index))
+        return self.golden.get((lookup_name(op_name), index)) or self.golden.get((dump_file_spelling(op_name), index))
 
 
 def index_tree(tree, *, graph: bool = False, direct: bool = False) -> SideIndex:
