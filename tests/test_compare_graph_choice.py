@@ -120,7 +120,8 @@ def test_a_train_and_eval_graph_directory_uses_the_graph_the_dumps_model_names(c
 
 
 def test_the_leaf_compared_does_not_depend_on_the_hash_seed(case, tmp_path):
-    """Both sides hold a train and an eval model of as many ops: the choice is by name, the same every run."""
+    """Both sides hold a train and an eval model of as many ops: the choice is the same every run (the model
+    both sides' graphs name)."""
     t = _train_eval_tree(case, golden_models=("train_graph/1", "eval_graph/2"))
     seen = set()
     for seed in ("0", "1", "2", "3", "4", "5", "6", "7"):
@@ -132,7 +133,7 @@ def test_the_leaf_compared_does_not_depend_on_the_hash_seed(case, tmp_path):
                   tuple(out["first_divergence"]["pass_names"])))
     assert len(seen) == 1, seen
     [(_, passes)] = seen
-    assert passes == ("EvalPass",)   # eval_graph sorts first, and its graph is the one used
+    assert passes == ("TrainPass",)   # the model the golden graph names too, and its graph is the one used
 
 
 def test_an_op_fused_into_several_is_not_left_out_silently(case, capsys):
@@ -165,3 +166,55 @@ def test_an_op_name_holding_a_space_is_matched_to_its_dump_file(tmp_path, capsys
     first = out["first_divergence"]
     assert (first["op"], first["pass_names"]) == ("fc1 MatMul", ["MatMulBiasAddFusionPass"])
     assert not any("no op of that name in the graph" in n for n in out["notes"])
+
+
+def _sim(tmp_path: Path, side: str, *extra: str) -> Path:
+    root = tmp_path / side
+    subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "6", "--faulty",
+                    "MatMulBiasAddFusionPass", "--dump-path", str(root / "dump"), *extra], check=True,
+                   capture_output=True, timeout=120,
+                   env={**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(root / "graph")})
+    return root
+
+
+def _rename_model(root: Path, name: str) -> None:
+    [model] = root.glob("dump/*/0/sim_train_graph")
+    model.rename(model.parent / name)
+    for graph in (root / "graph").glob("*/*Build.txt"):
+        graph.write_text(graph.read_text().replace("sim_train_graph", name))
+
+
+def test_tensorflow_model_names_of_two_runs_match_without_their_timestamps(tmp_path, capsys):
+    """GE names a TF model ge_default_<run timestamp>_<id>: the fused run (steps 0 and 5 dumped) and the unfused
+    one (step 0) share step 0, which is compared, not each side's own latest step."""
+    off = tmp_path / "off.cfg"
+    off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}')
+    on = _sim(tmp_path, "on", "--dump-step", "0,5")
+    unfused = _sim(tmp_path, "unfused", "--dump-step", "0", "--fusion-switch-file", str(off))
+    _rename_model(on, "ge_default_20211016164504_1")
+    _rename_model(unfused, "ge_default_20211016180613_1")
+    out = _first(capsys, on / "dump", unfused / "dump", "--my-graph", on / "graph", "--golden-graph",
+                 unfused / "graph")
+    assert out["first_divergence"]["pass_names"] == ["MatMulBiasAddFusionPass"]
+    assert any("iteration 0 only" in n for n in out["notes"])
+    assert not any("no (device, model, iteration) in common" in n for n in out["notes"])
+
+
+def test_a_model_the_graph_does_not_name_is_not_compared_instead_of_the_one_it_does(tmp_path, capsys):
+    """An eval model dumped at a later step on both sides: the train model, which --my-graph describes, is
+    compared (it diverges), not the eval model's one op ('no divergence', exit 0)."""
+    off = tmp_path / "off.cfg"
+    off.write_text('{"Switch":{"GraphFusion":{"ALL":"off"},"UBFusion":{"ALL":"off"}}}')
+    roots = [_sim(tmp_path, "on", "--dump-step", "0"),
+             _sim(tmp_path, "unfused", "--dump-step", "0", "--fusion-switch-file", str(off))]
+    for root in roots:
+        [leaf] = root.glob("dump/*/0/sim_train_graph/*/0")
+        evaluation = leaf.parent.parent.parent / "eval_graph" / "2" / "1"
+        evaluation.mkdir(parents=True)
+        for data in leaf.glob("Data.x.*"):
+            shutil.copy(data, evaluation)
+    on, unfused = roots
+    assert main(["compare", str(on / "dump"), str(unfused / "dump"), "--my-graph", str(on / "graph"),
+                 "--golden-graph", str(unfused / "graph"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["first_divergence"]["pass_names"] == ["MatMulBiasAddFusionPass"]

@@ -207,7 +207,26 @@ class ChosenInputs:
     notes: list[str]
 
 
-def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: str = "latest") -> ChosenInputs:
+def graph_input(graph):
+    """A graph argument parsed once: a path becomes a GraphSet (a directory's files each, and merged); a Graph or
+    GraphSet (or None) is returned as it is. Raises GraphFormatError."""
+    from fusebisect.compare.graph import GraphSet, load_graph_set
+
+    if graph is None or isinstance(graph, GraphSet) or hasattr(graph, "ops"):
+        return graph
+    return load_graph_set(graph)
+
+
+def graph_names(graph) -> frozenset | None:
+    """The GraphDef names a graph argument holds (None for no graph)."""
+    if graph is None:
+        return None
+    merged = getattr(graph, "merged", graph)
+    return frozenset(merged.graph_names)
+
+
+def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: str = "latest",
+                  prefer: tuple = (None, None)) -> ChosenInputs:
     """Scan both sides and keep what is compared: one (device, model, iteration) leaf of each dump tree
     (``tree.one_leaf``), or of a golden .npy directory the newest (``leaf`` 'earliest': oldest) file of each
     output; with notes for what was left out (files that are no op dumps, other steps). Raises DumpFormatError
@@ -218,7 +237,7 @@ def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: s
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
     golden_tree = None if golden_npy else scan_dumps(golden_path)
     iterations = {e.iteration for e in my_tree.entries}
-    my_tree, golden_tree, notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest")
+    my_tree, golden_tree, notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest", prefer=prefer)
     for tree in (my_tree, golden_tree):   # what was found but is no op dump is said, not silently dropped
         if tree is not None and tree.bad:
             where, why = tree.bad[0]
@@ -283,7 +302,9 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         raise UsageError(f"{my_path}: golden .npy data, not an NPU dump: MY takes NPU dump files or directories, "
                          "and .npy files go on the GOLDEN side")
     with_graph = my_graph is not None
-    chosen = choose_inputs(my_path, golden_path, with_graph=with_graph, leaf=leaf)
+    my_graph, golden_graph = graph_input(my_graph), graph_input(golden_graph)
+    chosen = choose_inputs(my_path, golden_path, with_graph=with_graph, leaf=leaf,
+                           prefer=(graph_names(my_graph), graph_names(golden_graph)))
     my_tree, golden_tree, golden_npy, leaf_notes = chosen.my, chosen.golden, chosen.golden_npy, chosen.notes
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:

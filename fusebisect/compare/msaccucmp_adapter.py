@@ -125,7 +125,7 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
     """
-    from fusebisect.compare.engine import choose_inputs, graph_for, tree_model
+    from fusebisect.compare.engine import choose_inputs, graph_for, graph_input, graph_names, tree_model
     from fusebisect.compare.graph import write_atc_json
 
     script = find_msaccucmp(script)
@@ -133,7 +133,9 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     # msaccucmp compares one leaf directory: a root holding several iterations, devices or runs is cut to the
     # leaf the native engine compares (flattened, they would mix: msaccucmp takes the newest file of each name),
     # and a golden .npy directory to the step the native engine compares
-    chosen = choose_inputs(my_path, golden_path, with_graph=my_graph is not None, leaf=leaf)
+    my_graph, golden_graph = graph_input(my_graph), graph_input(golden_graph)
+    chosen = choose_inputs(my_path, golden_path, with_graph=my_graph is not None, leaf=leaf,
+                           prefer=(graph_names(my_graph), graph_names(golden_graph)))
     my_tree, golden_tree, leaf_notes = chosen.my, chosen.golden, chosen.notes
     golden_files = ([(e.op_name, e.path) for e in chosen.golden_npy_entries.values()] if chosen.golden_npy else
                     [(e.op_name, e.path) for e in golden_tree.entries])

@@ -340,15 +340,27 @@ def _names_key(key: tuple) -> tuple:
     return tuple((v is not None, str(v) if v is not None else "") for v in key)
 
 
-def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
-             earliest: bool = False) -> tuple[DumpTree, DumpTree | None, list[str]]:
+_GE_DEFAULT_TIME = re.compile(r"^(ge_default)_\d{14}_")
+
+
+def model_key(name: str | None) -> str | None:
+    """A model directory's name as both runs of a job share it: GE names a TensorFlow model
+    ``ge_default_<YYYYmmddHHMMSS>_<id>``, a timestamp of its own run, so the timestamp is left out."""
+    return _GE_DEFAULT_TIME.sub(r"\1_", name) if name else name
+
+
+def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = False,
+             prefer: tuple[frozenset | None, frozenset | None] = (None, None)
+             ) -> tuple[DumpTree, DumpTree | None, list[str]]:
     """Keep one (device, model, iteration) leaf of each tree, as msaccucmp compares one leaf directory: dumps of
     several iterations or devices are different data, never one pool of ops (an op missing from one iteration
     would be compared with another iteration's). The leaf kept is the latest iteration (``earliest``: the
     earliest), then the lowest device, then the model with the most ops, among those both trees have (matched
     by device, model name and iteration: model ids differ between runs), taken from each tree's latest run when
     a dump_path holds several (timestamp directories); returns the trees and a note per tree that held more than
-    one leaf."""
+    one leaf. Model names match with GE's run timestamp left out (:func:`model_key`). ``prefer``: per side, the
+    graph names of the graph given for it: a leaf of a model it names comes first (an eval model dumped at a later
+    step is not compared against the train graph)."""
     # a dump_path keeps one timestamp directory per run (per rank: each rank's process names its own): only each
     # device's latest run takes part
     run_notes: list[str] = []
@@ -364,26 +376,34 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *,
         return my, golden, run_notes
     runs_of = grouped
     # one iteration of a device can hold several models (a train and an eval graph)
-    keys = [{(g[0], g[1], g[3]): g for g in groups} for groups in runs_of]
+    keys = [{(g[0], model_key(g[1]), g[3]): g for g in groups} for groups in runs_of]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = run_notes
     pick = None
+
+    def unnamed(side: int, model: str | None) -> bool:   # the graph given for that side names another model
+        names = prefer[side] if side < len(prefer) else None
+        return bool(names) and model not in names
+
     if common:   # one (device, model, iteration) for both sides: the model with the most ops on both together
-        pick = min(common, key=lambda k: (*_leaf_key(keys[0][k], earliest),
+        pick = min(common, key=lambda k: (any(unnamed(i, by_key[k][1]) for i, by_key in enumerate(keys)),
+                                          *_leaf_key(keys[0][k], earliest),
                                           -sum(len(groups[by_key[k]]) for groups, by_key in zip(runs_of, keys)),
                                           _names_key(k)))   # a tie (a train and an eval model alike): by name
     elif len(trees) > 1 and all(any(k[0] is not None for k in ks) for ks in keys):
         notes.append("my and golden dumps have no (device, model, iteration) in common: each side's own leaf is "
                      "compared, which may be another step's data (give two leaf directories to choose)")
     out: list[DumpTree] = []
-    for tree, all_groups, groups, by_key, side in zip(trees, grouped, runs_of, keys, ("my", "golden")):
+    for i, (tree, all_groups, groups, by_key, side) in enumerate(zip(trees, grouped, runs_of, keys,
+                                                                    ("my", "golden"))):
         if len(all_groups) <= 1:
             out.append(tree)
             continue
         if pick is not None:
             chosen = by_key[pick]
         else:   # the latest iteration, then the model with the most ops
-            chosen = min(groups, key=lambda g: (*_leaf_key(g, earliest), -len(groups[g]), _names_key(g)))
+            chosen = min(groups, key=lambda g: (unnamed(i, g[1]), *_leaf_key(g, earliest), -len(groups[g]),
+                                                _names_key(g)))
         kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
         device, name, _mid, iteration, run = chosen
         models = len({g[1] for g in groups})
