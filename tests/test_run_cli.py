@@ -1204,3 +1204,33 @@ def test_the_count_of_excluded_rules_says_why_they_were_left_out(capsys, tmp_pat
     err = " ".join(capsys.readouterr().err.split())
     assert rc == 0 and "2 candidate rules from the rules that fired in the baseline; 2 excluded (1 cannot be " \
         "disabled, 1 not switchable by name)" in err, err
+
+
+def test_an_interaction_contradicted_by_its_own_verification_run_is_not_found(capsys, tmp_path):
+    """LayerNormFusionPass alone is faulty; one flipped verdict (a GOOD run with it on) makes it look like a pair
+    with LogSoftmaxFusionPass, which fires only with it on. The production check that keeps LayerNorm on and
+    turns LogSoftmax off is BAD: an interaction would be fixed by that, so the pair is not the answer."""
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os, sys\n"
+        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
+        "rules = ['GeluFusionPass', 'LayerNormFusionPass', 'LogSoftmaxFusionPass', 'MatMulBiasAddFusionPass']\n"
+        "on = [r for r in rules if f'\"{r}\": \"off\"' not in text]\n"
+        "if 'LayerNormFusionPass' not in on and 'LogSoftmaxFusionPass' in on:\n"
+        "    on.remove('LogSoftmaxFusionPass')\n"
+        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in on}\n"
+        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}},\n"
+        "          open(os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json'), 'w'))\n"
+        "bad = 'LayerNormFusionPass' in on\n"
+        f"flag = {str(tmp_path / 'flipped')!r}\n"
+        "if bad and 'LogSoftmaxFusionPass' not in on and len(on) < 3 and not os.path.exists(flag):\n"
+        "    open(flag, 'w').close()\n"
+        "    bad = False\n"
+        "sys.exit(1 if bad else 0)\n")
+    rc = main(["--quiet", "run", "--json", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
+    out = json.loads(capsys.readouterr().out)
+    assert (tmp_path / "flipped").exists()   # the scenario happened
+    assert rc == 1 and out["status"] == "inconclusive", out["message"]
+    assert "with only LogSoftmaxFusionPass off, was BAD" in out["message"]
+    cfg = json.loads((tmp_path / "w" / "fusion_switch.cfg").read_text())["Switch"]["GraphFusion"]
+    assert cfg == {"LayerNormFusionPass": "off", "LogSoftmaxFusionPass": "off"}

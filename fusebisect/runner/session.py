@@ -353,6 +353,7 @@ class Session:
         self.cwd = cwd
         self._catalog = catalog
         self.set_aside: Path | None = None   # where --fresh moved the previous run (WORKDIR/previous/TIME)
+        self._set_contradicted = None   # (BAD run, fewer-off plan) when keeping an interaction's member on was BAD
         self.on_set_aside = on_set_aside     # called with that directory as soon as the move is done
         # every option is checked here, before the journal is touched and before any execution
         opts = validation.resolve_options(opts)
@@ -1511,6 +1512,15 @@ class Session:
         if result is not None and result.status == "found" and result.culprits:
             switch_path, verify = self._production(result)
             result = self._unless_still_bad(result)
+            if result.status == "found" and self._set_contradicted is not None:
+                seen, (_off, kept, dependents) = self._set_contradicted
+                kept_s, dep_s = ", ".join(kept), ", ".join(dependents)
+                result = dataclasses.replace(result, status="inconclusive", message=(
+                    f"{result.message} But run {seen.index}, with only {dep_s} off, was BAD: an interaction is fixed "
+                    f"by turning either member off, so {kept_s} takes part in the symptom without {dep_s} too "
+                    f"(alone, when one flipped verdict made it look like a pair, or with another rule). The "
+                    f"production switch file turns off the whole set; rerun with --fresh --flaky to weigh the runs "
+                    f"as a noisy job's."))
             low = [c for c in result.culprits if c.confidence < self.opts.confidence]
             if result.status == "found" and low:   # never named below --confidence: an unconfirmed set
                 names = ", ".join("+".join(c.rules) for c in low)
@@ -1938,6 +1948,8 @@ class Session:
             elif seen is not None:
                 self.notes.append(f"keeping {', '.join(fewer[1])} on was not enough (run {seen.index} "
                                   f"{seen.outcome.upper()}): the production switch file turns off the whole set")
+                if seen.outcome == BAD:
+                    self._set_contradicted = (seen, fewer)
         target = Path(self.opts.output) if self.opts.output else self.workdir / "fusion_switch.cfg"
         target = target.absolute()
         if target.exists() and not target.is_dir():
