@@ -135,3 +135,40 @@ def test_a_large_tensor_is_summarised_chunk_by_chunk_with_the_same_result(monkey
     nan_only = np.full(300, np.nan, np.float32)
     monkeypatch.setattr(tensorstats, "CHUNK", 100)
     assert tensorstats.summarize(nan_only).mean is None and tensorstats.summarize(nan_only).nan == 300
+
+
+def test_diagnosis_leaves_out_the_passes_no_switch_file_turns_off():
+    """ln_LayerNorm carries AReduceMeanFusionPass, which is forbidden-close: `cfg off` of it does nothing."""
+    d = diagnose([_st("input", 0)], [_st("output", 0, saturated=1)], op_type="LayerNorm",
+                 pass_names=["AReduceMeanFusionPass", "LayerNormFusionPass"], locked={"AReduceMeanFusionPass"})
+    assert d.endswith("Fused by AReduceMeanFusionPass, LayerNormFusionPass: test with `fusebisect cfg off "
+                      "LayerNormFusionPass` (AReduceMeanFusionPass cannot be switched off).")
+    d = diagnose([_st("input", 0)], [_st("output", 0, saturated=1)], op_type="ReduceMean",
+                 pass_names=["AReduceMeanFusionPass"], locked={"AReduceMeanFusionPass"})
+    assert d.endswith("Fused by AReduceMeanFusionPass, which no switch file turns off: no fusion_switch.cfg removes "
+                      "this fusion.")
+
+
+def test_the_overflow_command_knows_which_passes_are_locked(tmp_path, capsys, monkeypatch):
+    import subprocess
+    import sys
+
+    from fusebisect.cli.app import main
+
+    subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "1", "--overflow", "--dump-step",
+                    "0", "--dump-path", str(tmp_path / "d")], check=True, capture_output=True, timeout=120,
+                   cwd=tmp_path, env={**__import__("os").environ, "DUMP_GE_GRAPH": "2",
+                                      "DUMP_GRAPH_PATH": str(tmp_path / "g")})
+    import fusebisect.compare.overflow as overflow
+
+    seen = {}
+    real = overflow.analyse
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(overflow, "analyse", spy)
+    main(["overflow", str(tmp_path / "d"), "--graph", str(tmp_path / "g"), "--json"])
+    capsys.readouterr()
+    assert "AReduceMeanFusionPass" in seen["locked"] and "LayerNormFusionPass" not in seen["locked"]

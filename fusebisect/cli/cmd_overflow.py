@@ -133,7 +133,10 @@ def register(app: typer.Typer) -> None:
         refuse_inside_inputs(html_out, "--html", [dump_dir, graph])
         check_output_file(html_out, "--html")
         on_stdout = common.stdout_outputs([("--html", html_out)], json_out)
-        report = analyse(dump_dir, graph=graph, limit=limit, scan=scan)
+        from fusebisect.rules.catalog import default_catalog
+
+        locked = frozenset(r.name for r in default_catalog().rules.values() if not r.can_disable)
+        report = analyse(dump_dir, graph=graph, limit=limit, scan=scan, locked=locked)
         for path, message in report.problems:
             common.log(f"warning: {path}: {message}")
         for note in report.notes:

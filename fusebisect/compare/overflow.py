@@ -29,7 +29,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import numpy as np
 
@@ -361,7 +361,8 @@ def tensor_stats(array: np.ndarray, *, kind: str, index: int, dtype: str | None 
 def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, op_type: str = "", unit: str = "",
              matched: bool = True, task_id: int | None = None, stream_id: int | None = None,
              pass_names: Sequence[str] = (), original_ops: Sequence[str] = (), op_name: str = "",
-             output_origins: Sequence[str] = (), unreadable: str | None = None) -> str:
+             output_origins: Sequence[str] = (), unreadable: str | None = None,
+             locked: Collection[str] = ()) -> str:
     """One line saying where to look next, following the usual overflow analysis:
 
     inputs already abnormal -> look upstream first; clean inputs and a float16 output saturating -> keep the op
@@ -416,8 +417,14 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
         parts.append("This is an atomic-add overflow: resolve AI Core overflows first.")
     rules = list(dict.fromkeys(p for p in pass_names if p))
     originals = [o for o in dict.fromkeys(original_ops) if o and o != op_name]
-    if rules:
-        parts.append(f"Fused by {', '.join(rules)}: test with `fusebisect cfg off {' '.join(rules)}`.")
+    switchable = [r for r in rules if r not in locked]   # ``locked``: passes no switch file turns off
+    if rules and not switchable:
+        parts.append(f"Fused by {', '.join(rules)}, which no switch file turns off: no fusion_switch.cfg removes "
+                     "this fusion.")
+    elif rules:
+        fixed = [r for r in rules if r in locked]
+        parts.append(f"Fused by {', '.join(rules)}: test with `fusebisect cfg off {' '.join(switchable)}`"
+                     + (f" ({', '.join(fixed)} cannot be switched off)." if fixed else "."))
     elif len(originals) > 1:
         parts.append(f"Fused op (originals {', '.join(originals)}): pass --graph to name the fusion rules.")
     elif not originals:
@@ -582,6 +589,7 @@ class _GraphIndex:
 
     def __init__(self, graph) -> None:
         self.graph = graph
+        self.locked: frozenset[str] = frozenset()
         self.by_name: dict[str, list] = {}
         self.by_mangled: dict[str, list] = {}
         self.ambiguous: set[str] = set()
@@ -691,14 +699,16 @@ def _match(rec: OverflowRecord, candidates: list, debug_ts: int, stream: int | N
     return min(pool, key=lambda e: e.timestamp)
 
 
-def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> OverflowReport:
+def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False,
+            locked: Collection[str] = ()) -> OverflowReport:
     """Find overflowing ops under ``dump_dir`` and explain the first ``limit`` of them in execution order.
 
     Without ``scan``: decode every ``Opdebug.Node_OpDebug.*`` file (any dump encoding, old or new record layout),
     match each non-zero record to its op dump in the same iteration directory, and summarise the op's tensors.
     With ``scan``: walk ordinary dumps in execution order and report the first ops whose tensors hold NaN/Inf or
     float16 values at +/-65504. ``graph`` is a path for :func:`load_graph` or a loaded Graph; it adds op types,
-    pass names and original ops. Returns an OverflowReport (unreadable files are listed in ``problems``; Opdebug
+    pass names and original ops; ``locked``: passes no switch file turns off (the catalog's), which the advice to
+    test the op's fusion leaves out. Returns an OverflowReport (unreadable files are listed in ``problems``; Opdebug
     files no record could be decoded from also in ``unreadable``: with any, a report without overflows does not
     mean there was none).
     Raises UsageError for ``limit < 1``, DumpFormatError/GraphFormatError if the directory or graph cannot be read
@@ -714,6 +724,7 @@ def analyse(dump_dir, *, graph=None, limit: int = 5, scan: bool = False) -> Over
 
         raise DumpFormatError(missing_reason(root), path=root)
     gindex = _GraphIndex(_load_graph(graph))
+    gindex.locked = frozenset(locked)   # passes no switch file turns off: the advice leaves them out
     tree = scan_dumps(root)
     one_record = None
     if not scan and root.is_file() and tree.entries and _is_debug(tree.entries[0]):
@@ -864,7 +875,7 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
     ov.diagnosis = diagnose(ov.inputs, ov.outputs, op_type=ov.op_type if ov.op_type != "?" else "", unit=rec.unit,
                             matched=ov.matched, task_id=task, stream_id=stream,
                             pass_names=ov.pass_names, original_ops=ov.original_ops, op_name=ov.op_name,
-                            output_origins=ov.output_origins, unreadable=unreadable)
+                            output_origins=ov.output_origins, unreadable=unreadable, locked=gindex.locked)
     return ov
 
 
@@ -900,7 +911,8 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
                       dump_file=e.path, context_id=_name_id(e, "context_id"), thread_id=_name_id(e, "thread_id"),
                       iteration=_iteration_dict(e))
         ov.diagnosis = diagnose(inputs, outputs, op_type=ov.op_type, unit="scan", pass_names=passes,
-                                original_ops=originals, op_name=e.op_name, output_origins=origins)
+                                original_ops=originals, op_name=e.op_name, output_origins=origins,
+                                locked=gindex.locked)
         report.overflows.append(ov)
         if len(report.overflows) >= limit:
             break
