@@ -430,3 +430,17 @@ def test_a_round_of_several_workers_never_runs_past_max_executions():
         s = Search(cands, workers=workers, repeat=repeat, max_executions=3)
         drive(s, SimTarget(cands, [frozenset({"R3"})]))
         assert s.executions <= 3 and s.result.status == "inconclusive", (workers, repeat, s.executions)
+
+
+def test_a_budget_that_cuts_a_round_keeps_the_culprit_its_confirmation_showed():
+    """With workers, a culprit's confirmation (only it on) shares a round with the look-for-more run; a budget that
+    leaves room for the first only must still name the culprit, as the same budget does one run at a time."""
+    cands = [f"R{i:02d}" for i in range(40)]
+    for culprit in range(0, 40, 3):
+        for budget in range(4, 16):
+            target = SimTarget(cands, [frozenset({cands[culprit]})])
+            s = Search(cands, workers=3, max_executions=budget)
+            drive(s, target)
+            alone = frozenset(cands) - {cands[culprit]}   # the OFF-set of the run with only the culprit on
+            if alone in target.runs:
+                assert [c.rules for c in s.result.culprits] == [(cands[culprit],)], (culprit, budget, s.result)

@@ -424,7 +424,19 @@ class Search:
         items = [(active, role)]
         if extra is not None and self.workers > 1 and extra != active:
             items.append((extra, "verify"))
-        return (yield from self._test_many(items, direct))[0]
+        try:
+            return (yield from self._test_many(items, direct))[0]
+        except _OutOfBudget:
+            # the budget cut the round after its own configuration was judged: that verdict stands (a culprit
+            # confirmed in the round is not lost because the look-for-more run beside it could not run)
+            if len(items) > 1:
+                implied = None if direct else self._know.implied(active)
+                if implied:
+                    return Outcome(implied)
+                v, more = self._judge(self._off(active))
+                if v is not None and not more:
+                    return v
+            raise
 
     def _known_invalid(self, active: int) -> bool:
         off = self._off(active)
