@@ -1234,3 +1234,20 @@ def test_an_interaction_contradicted_by_its_own_verification_run_is_not_found(ca
     assert "with only LogSoftmaxFusionPass off, was BAD" in out["message"]
     cfg = json.loads((tmp_path / "w" / "fusion_switch.cfg").read_text())["Switch"]["GraphFusion"]
     assert cfg == {"LayerNormFusionPass": "off", "LogSoftmaxFusionPass": "off"}
+
+
+def test_a_device_on_which_every_run_fails_is_named(capsys, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(
+        "import json, os, signal, sys, time\n"
+        "time.sleep(0.1)\n"
+        "if os.environ.get('ASCEND_RT_VISIBLE_DEVICES') == '1':\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)     # device 1 is broken\n"
+        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
+        "sys.exit(0 if '\"GeluFusionPass\": \"off\"' in text else 1)\n")
+    rules = "GeluFusionPass,LayerNormFusionPass,SoftmaxFusionPass,MatMulBiasAddFusionPass,MulAddFusionPass"
+    main(["--quiet", "run", "--json", "--devices", "0,1,2", "--rules", rules, "--workdir", str(tmp_path / "w"), "--",
+          sys.executable, str(job)])
+    out = json.loads(capsys.readouterr().out)
+    assert any(n.startswith("every run on device 1 (") and "no run on devices 0, 2 was" in n for n in out["notes"]), \
+        out["notes"]

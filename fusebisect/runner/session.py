@@ -1604,6 +1604,8 @@ class Session:
             # the engine's own cap (the noise-aware mode allows about 3 log2(n) + 30 runs per culprit sought)
             result = dataclasses.replace(result, message=f"{result.message} That is the search's own run budget "
                                          f"({self.executed} runs): {self._go_on_hint()}.")
+        if (sick := self._sick_device()) is not None:
+            self.notes.append(sick)
         run_json = build_run_json(self, result, switch_path, verify)
         if switch_path is not None:   # what this run wrote there: --fresh moves only that, not another run's file
             run_json["switch_file_sha256"] = self._production_sha256
@@ -1725,6 +1727,25 @@ class Session:
                           + ("whose runs disagree" if split else "not sufficient (the job is still bad with it)"
                              if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
+
+    def _sick_device(self) -> str | None:
+        """A note when every run on one device was INVALID while the others' runs were judged: the device, not
+        the configurations, is likelier at fault (its INVALID runs cost the search other splits); else None."""
+        by_device: dict[str, list[TrialRecord]] = {}
+        for r in self.records:
+            if r.device is not None and r.outcome in (GOOD, BAD, INVALID):
+                by_device.setdefault(str(r.device), []).append(r)
+        if len(by_device) < 2:
+            return None
+        sick = [d for d, runs in by_device.items() if len(runs) >= 2 and all(r.outcome == INVALID for r in runs)]
+        healthy = [d for d, runs in by_device.items() if all(r.outcome != INVALID for r in runs)]
+        if len(sick) != 1 or not healthy:
+            return None
+        runs = by_device[sick[0]]
+        return (f"every run on device {sick[0]} ({len(runs)}: run {', '.join(str(r.index) for r in runs)}) was "
+                f"INVALID, and no run on device{'s' if len(healthy) > 1 else ''} {', '.join(healthy)} was: check "
+                f"that device, or rerun without it "
+                f"(--devices)")
 
     def _confounded(self, result) -> str | None:
         """A rule outside the candidates whose firing matches the verdicts (it fired in every judged BAD run and in
