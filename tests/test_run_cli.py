@@ -1251,3 +1251,51 @@ def test_a_device_on_which_every_run_fails_is_named(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     assert any(n.startswith("every run on device 1 (") and "no run on devices 0, 2 was" in n for n in out["notes"]), \
         out["notes"]
+
+
+def test_a_resume_with_other_jobs_checks_again_the_finished_jobs_it_no_longer_plans(tmp_path):
+    """Stopped while the checks of a parallel round ran (their jobs finished), then resumed one run at a time: the
+    new plan asks for other configurations, and those finished jobs were thrown away. Each is checked again and
+    its verdict used; no job runs twice."""
+    rules = ",".join(["ABatchnormFusionPass", "AArgMaxV2FusionPass", "AAMatMulNzToNdFusionPass",
+                      "GeluFusionPass", "LayerNormFusionPass", "SoftmaxFusionPass", "MatMulBiasAddFusionPass",
+                      "MulAddFusionPass"])
+    block, started = tmp_path / "block", tmp_path / "started"
+    block.touch()
+    started.mkdir()
+    check = tmp_path / "check.py"
+    check.write_text(
+        "import os, sys, time\n"
+        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
+        "off = text.count('\"off\"')\n"
+        f"if 0 < off < 8:   # a search run, not a gate: held until {block.name} goes\n"
+        f"    open(os.path.join({str(started)!r}, os.path.basename(os.environ['FUSEBISECT_TRIAL_DIR'])), 'w')\n"
+        f"    while os.path.exists({str(block)!r}):\n"
+        "        time.sleep(0.05)\n"
+        "sys.exit(0 if '\"GeluFusionPass\": \"off\"' in text else 1)\n")
+    jobs = tmp_path / "jobs.txt"
+    job = ("import hashlib, os; text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read(); "
+           f"open({str(jobs)!r}, 'a').write(hashlib.sha256(text.encode()).hexdigest()[:12] + '\\n')")
+    argv = [sys.executable, "-m", "fusebisect", "run", "--rules", rules, "--workdir", str(tmp_path / "w"),
+            "--check", f"{sys.executable} {check}"]
+    proc = subprocess.Popen([*argv, "--jobs", "3", "--", sys.executable, "-c", job], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(started.iterdir())) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert len(list(started.iterdir())) == 3, proc.stderr.read() if proc.poll() is not None else ""
+        proc.terminate()
+        assert proc.wait(timeout=30) == 143
+        block.unlink()
+        rerun = subprocess.run([*argv, "--jobs", "1", "--json", "--", sys.executable, "-c", job],
+                               capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stderr
+        out = json.loads(rerun.stdout)
+        assert [c["rules"] for c in out["culprits"]] == [["GeluFusionPass"]]
+        assert " ".join(rerun.stderr.split()).count("checking its output again") == 3
+        assert not out["unjudged"], out["unjudged"]
+        ran = jobs.read_text().split()
+        assert len(ran) == len(set(ran)), "a job ran twice"
+    finally:
+        proc.kill()

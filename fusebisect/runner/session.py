@@ -1438,7 +1438,12 @@ class Session:
                         and not self.registry.stopping:
                     running = {v[0] for v in inflight.values()} | {rec.off for rec in held}
                     proposed = [frozenset(o) for o in engine.propose()]
-                    # a run whose job finished before its check was stopped is checked again first (cheap)
+                    # a run whose job finished before its check was stopped is checked again first (cheap), also
+                    # when this search no longer asks for its configuration (a resume with another --jobs plans
+                    # other rounds): its verdict is knowledge the engine keeps, and the job's work is not lost
+                    proposed += [r.off for r in self._rechecks.values()
+                                 if not r.on and r.off and r.off != self.all_off and r.off not in proposed
+                                 and r.off <= set(self.candidates) and self._direction_known()]
                     proposed.sort(key=lambda o: config_key(o) not in self._rechecks)
                     for off in proposed:
                         if off in running or not free or spent():
@@ -1727,6 +1732,10 @@ class Session:
                           + ("whose runs disagree" if split else "not sufficient (the job is still bad with it)"
                              if seen is not None else "not verified"))
         return dataclasses.replace(result, status="inconclusive", message=message)
+
+    def _direction_known(self) -> bool:
+        """True once the gates are behind the search (a run the plan does not ask for is knowledge then)."""
+        return str((self._engine_progress() or {}).get("phase", "gates")) != "gates"
 
     def _sick_device(self) -> str | None:
         """A note when every run on one device was INVALID while the others' runs were judged: the device, not
