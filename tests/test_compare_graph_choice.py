@@ -156,7 +156,7 @@ def test_an_op_name_holding_a_space_is_matched_to_its_dump_file(tmp_path, capsys
     for side, extra in (("on", []), ("off", ["--fusion-switch-file", str(off)])):
         subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "1", "--dump-step", "0",
                         "--faulty", "MatMulBiasAddFusionPass", "--dump-path", str(tmp_path / side / "dump"), *extra],
-                       check=True, capture_output=True, timeout=120,
+                       check=True, capture_output=True, timeout=120, cwd=tmp_path,   # (its fusion_result.json)
                        env={**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(tmp_path / side / "graph")})
         for graph in (tmp_path / side / "graph").glob("*/*Build.txt"):
             graph.write_text(graph.read_text().replace('"fc1_MatMul', '"fc1 MatMul').replace('"fc1_BiasAdd',
@@ -172,7 +172,7 @@ def _sim(tmp_path: Path, side: str, *extra: str) -> Path:
     root = tmp_path / side
     subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--steps", "6", "--faulty",
                     "MatMulBiasAddFusionPass", "--dump-path", str(root / "dump"), *extra], check=True,
-                   capture_output=True, timeout=120,
+                   capture_output=True, timeout=120, cwd=tmp_path,   # (where it writes its fusion_result.json)
                    env={**os.environ, "DUMP_GE_GRAPH": "2", "DUMP_GRAPH_PATH": str(root / "graph")})
     return root
 
