@@ -476,3 +476,21 @@ def test_json_on_stdout_is_indented_with_a_long_list_of_objects_one_per_line(cap
     out = capsys.readouterr().out
     assert json.loads(out) == big
     assert '    {"index": 7, "cosine": 1.0, "op": "op7"},\n' in out
+
+
+def test_an_output_file_with_a_trailing_slash_is_refused(tmp_path, capsys):
+    """'--csv out/' names a directory that does not exist yet: a plain file named 'out' is not what was asked for.
+    dump convert's --out is a directory, and a run's command after '--' is its own."""
+    for argv in (["cfg", "all-off", "--out", str(tmp_path / "newcfg") + "/"],
+                 ["cfg", "all-off", f"--out={tmp_path / 'newcfg'}/"],
+                 ["compare", str(tmp_path), str(tmp_path), "--csv", str(tmp_path / "out") + "/"],
+                 ["report", str(tmp_path), "--html", str(tmp_path / "r") + "/"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "names a directory (it ends in /); give a file path" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "newcfg").exists() and not (tmp_path / "out").exists()
+    assert main(["cfg", "all-off", "--out", str(tmp_path / "ok.cfg")]) == 0
+    from fusebisect.cli.app import _refuse_directory_outputs
+
+    _refuse_directory_outputs(["run", "--metric", "x", "--", "python", "train.py", "--output", "ckpt/"])
+    _refuse_directory_outputs(["dump", "convert", "dump", "--out", "npy/"])

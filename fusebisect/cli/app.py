@@ -103,6 +103,29 @@ def _writable(fd: int) -> bool:
         return False
 
 
+_FILE_OUTPUTS = ("--csv", "--html", "--markdown", "--output")   # options naming an output file, any command
+
+
+def _refuse_directory_outputs(args: list[str]) -> None:
+    """An output file given with a trailing '/' (``--csv out/``) names a directory that does not exist yet; the
+    path the options receive has lost the slash and would become a plain file. Raises UsageError. (dump
+    convert's --out is a directory; run's command after '--' is not looked at.)"""
+    command = next((a for a in args if not a.startswith("-")), "")
+    flags = _FILE_OUTPUTS + (("--out", "-o") if command == "cfg" else ("-o",) if command == "run" else ())
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return
+        flag, eq, value = arg.partition("=")
+        if flag not in flags:
+            continue
+        if not eq:
+            value = args[i + 1] if i + 1 < len(args) else ""
+        if value != "-" and value.endswith(("/", os.sep)):
+            from fusebisect.errors import UsageError
+
+            raise UsageError(f"{flag} {value}: names a directory (it ends in /); give a file path")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code (also used by tests, which call it in-process)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -128,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr = open(os.devnull, "w", encoding="utf-8")
     handlers = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
     try:
+        _refuse_directory_outputs(args)
         rv = app(args=args, prog_name="fusebisect", standalone_mode=False)
     except FusebisectError as exc:
         if common.state.debug:
