@@ -1140,23 +1140,32 @@ print("loss: 1.0"); print(f"loss: {{1 + n}}"); print("loss: 0.5")
     assert "curve point 1:" in j["message"] and "differ from each other beyond the tolerance" in j["message"]
 
 
+def _fusing_job(tmp_path, body: str):
+    """A stand-in CANN job: ``body`` (Python; ``text`` holds the switch file) sets ``fired``, the rules it fuses, and
+    ``bad``; the job writes ``fired`` as its fusion_result.json and exits 1 when ``bad``."""
+    job = tmp_path / "job.py"
+    job.write_text("import json, os, sys\n"
+                   "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
+                   + textwrap.dedent(body) +
+                   "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
+                   "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
+                   "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
+                   "sys.exit(1 if bad else 0)\n")
+    return job
+
+
 def test_a_rule_outside_the_candidates_that_fires_with_every_bad_verdict_leaves_the_answer_open(capsys, tmp_path):
     """Turning passes off can let another pass fuse the pattern: here MulAddFusionPass (never a candidate: it
     does not fire in the default configuration) fires whenever any candidate is off, and it is what breaks the
     job. The runs then name rules 'bad while turned off' that only let it fire; it fired in every BAD run and in
     no GOOD one, so the verdict is inconclusive, naming it and the rerun that tests it."""
-    job = tmp_path / "job.py"
-    job.write_text(
-        "import json, os, sys\n"
-        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
-        "rules = ['GeluFusionPass', 'LayerNormFusionPass', 'SoftmaxFusionPass', 'MatMulBiasAddFusionPass']\n"
-        "fired = [r for r in rules if f'\"{r}\": \"off\"' not in text]\n"
-        "if len(fired) < len(rules):\n"
-        "    fired.append('MulAddFusionPass')\n"
-        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
-        "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
-        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
-        "sys.exit(1 if 'MulAddFusionPass' in fired else 0)\n")
+    job = _fusing_job(tmp_path, """
+        rules = ['GeluFusionPass', 'LayerNormFusionPass', 'SoftmaxFusionPass', 'MatMulBiasAddFusionPass']
+        fired = [r for r in rules if f'"{r}": "off"' not in text]
+        if len(fired) < len(rules):
+            fired.append('MulAddFusionPass')
+        bad = 'MulAddFusionPass' in fired
+        """)
     rc = main(["--quiet", "run", "--json", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and out["status"] == "inconclusive"
@@ -1170,16 +1179,12 @@ def test_a_rule_the_job_reports_in_another_section_than_the_catalog_is_switched_
     """This CANN reports TbeEltwiseFusionPass under graph_fusion (the catalog: UBFusion) and reads its switch
     there: written in UBFusion only, every run with it 'off' still fused it and the job was blamed for ignoring
     its switch. Both sections are written where the two disagree."""
-    job = tmp_path / "job.py"
-    job.write_text(
-        "import json, os, sys\n"
-        "graph = json.load(open(os.environ['FUSEBISECT_SWITCH_FILE'])).get('Switch', {}).get('GraphFusion', {})\n"
-        "rules = ['GeluFusionPass', 'LayerNormFusionPass', 'TbeEltwiseFusionPass']\n"
-        "fired = [r for r in rules if graph.get(r) != 'off']\n"
-        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
-        "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
-        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
-        "sys.exit(1 if 'TbeEltwiseFusionPass' in fired else 0)\n")
+    job = _fusing_job(tmp_path, """
+        graph = json.loads(text).get('Switch', {}).get('GraphFusion', {})
+        rules = ['GeluFusionPass', 'LayerNormFusionPass', 'TbeEltwiseFusionPass']
+        fired = [r for r in rules if graph.get(r) != 'off']
+        bad = 'TbeEltwiseFusionPass' in fired
+        """)
     rc = main(["--quiet", "run", "--json", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and [c["rules"] for c in out["culprits"]] == [["TbeEltwiseFusionPass"]], out["message"]
@@ -1190,16 +1195,11 @@ def test_a_rule_the_job_reports_in_another_section_than_the_catalog_is_switched_
 def test_the_count_of_excluded_rules_says_why_they_were_left_out(capsys, tmp_path):
     """A forbidden-close pass and a name no pass can have were both left out: not both because they 'cannot be
     disabled'."""
-    job = tmp_path / "job.py"
-    job.write_text(
-        "import json, os, sys\n"
-        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
-        "fired = ['AddNFusionPass', 'Bad Name', *(r for r in ('GeluFusionPass', 'LayerNormFusionPass')\n"
-        "                                         if f'\"{r}\": \"off\"' not in text)]\n"
-        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in fired}\n"
-        "path = os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json')\n"
-        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}}, open(path, 'w'))\n"
-        "sys.exit(1 if 'GeluFusionPass' in fired else 0)\n")
+    job = _fusing_job(tmp_path, """
+        fired = ['AddNFusionPass', 'Bad Name', *(r for r in ('GeluFusionPass', 'LayerNormFusionPass')
+                                                 if f'"{r}": "off"' not in text)]
+        bad = 'GeluFusionPass' in fired
+        """)
     rc = main(["run", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
     err = " ".join(capsys.readouterr().err.split())
     assert rc == 0 and "2 candidate rules from the rules that fired in the baseline; 2 excluded (1 cannot be " \
@@ -1210,23 +1210,17 @@ def test_an_interaction_contradicted_by_its_own_verification_run_is_not_found(ca
     """LayerNormFusionPass alone is faulty; one flipped verdict (a GOOD run with it on) makes it look like a pair
     with LogSoftmaxFusionPass, which fires only with it on. The production check that keeps LayerNorm on and
     turns LogSoftmax off is BAD: an interaction would be fixed by that, so the pair is not the answer."""
-    job = tmp_path / "job.py"
-    job.write_text(
-        "import json, os, sys\n"
-        "text = open(os.environ['FUSEBISECT_SWITCH_FILE']).read()\n"
-        "rules = ['GeluFusionPass', 'LayerNormFusionPass', 'LogSoftmaxFusionPass', 'MatMulBiasAddFusionPass']\n"
-        "on = [r for r in rules if f'\"{r}\": \"off\"' not in text]\n"
-        "if 'LayerNormFusionPass' not in on and 'LogSoftmaxFusionPass' in on:\n"
-        "    on.remove('LogSoftmaxFusionPass')\n"
-        "stats = {r: {'match_times': 1, 'effect_times': 1} for r in on}\n"
-        "json.dump({'session_and_graph_id_0_1': {'graph_fusion': stats}},\n"
-        "          open(os.path.join(os.environ['ASCEND_WORK_PATH'], 'fusion_result.json'), 'w'))\n"
-        "bad = 'LayerNormFusionPass' in on\n"
-        f"flag = {str(tmp_path / 'flipped')!r}\n"
-        "if bad and 'LogSoftmaxFusionPass' not in on and len(on) < 3 and not os.path.exists(flag):\n"
-        "    open(flag, 'w').close()\n"
-        "    bad = False\n"
-        "sys.exit(1 if bad else 0)\n")
+    job = _fusing_job(tmp_path, f"""
+        rules = ['GeluFusionPass', 'LayerNormFusionPass', 'LogSoftmaxFusionPass', 'MatMulBiasAddFusionPass']
+        fired = [r for r in rules if f'"{{r}}": "off"' not in text]
+        if 'LayerNormFusionPass' not in fired and 'LogSoftmaxFusionPass' in fired:
+            fired.remove('LogSoftmaxFusionPass')
+        bad = 'LayerNormFusionPass' in fired
+        flag = {str(tmp_path / 'flipped')!r}
+        if bad and 'LogSoftmaxFusionPass' not in fired and len(fired) < 3 and not os.path.exists(flag):
+            open(flag, 'w').close()
+            bad = False
+        """)
     rc = main(["--quiet", "run", "--json", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)])
     out = json.loads(capsys.readouterr().out)
     assert (tmp_path / "flipped").exists()   # the scenario happened
