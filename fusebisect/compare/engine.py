@@ -112,15 +112,6 @@ class CompareReport:
         return sorted(self.rows, key=lambda r: (r.timestamp == 0, r.timestamp, r.index))
 
 
-def _load_graph(graph):
-    if graph is None:
-        return None
-    if hasattr(graph, "ops"):
-        return graph
-    from fusebisect.compare.graph import load_graph
-    return load_graph(graph)
-
-
 def tree_model(tree) -> str | None:
     """The model (graph) name of a dump tree's leaf directory, when its dumps name exactly one; else None."""
     if tree is None:
@@ -130,22 +121,18 @@ def tree_model(tree) -> str | None:
 
 
 def graph_for(graph, dumped, side: str, notes: list[str], model: str | None = None):
-    """The graph of one side, for both engines. A directory of several Build graphs is merged (a job's graph_1,
-    graph_2, ...), except when they share op names (a train and an eval graph, or a recompile): merged, the later
-    one would stand for ops of the other. Then the graph the dumps' model directory names (``model``) is used,
-    else the one that holds the most of ``dumped`` (the dump files' op names), then the later file (a recompile),
-    with a note. One file holding several GraphDefs that share op names is cut to the one ``model`` names the
-    same way (an op's fusion passes are those of the graph that ran it)."""
-    from fusebisect.compare.graph import GraphSet, load_graph_files
+    """The graph of one side, for both engines, from what :func:`graph_input` gave (None, a Graph, or a GraphSet).
+    A directory of several Build graphs is merged (a job's graph_1, graph_2, ...), except when they share op names
+    (a train and an eval graph, or a recompile): merged, the later one would stand for ops of the other. Then the
+    graph the dumps' model directory names (``model``) is used, else the one that holds the most of ``dumped``
+    (the dump files' op names), then the later file (a recompile), with a note. One file holding several
+    GraphDefs that share op names is cut to the one ``model`` names the same way (an op's fusion passes are those
+    of the graph that ran it)."""
+    from fusebisect.compare.graph import GraphSet
 
-    if isinstance(graph, GraphSet):   # parsed already (run --dumps parses the reference's graphs once)
-        merged, each, graph = graph.merged, graph.each, graph.root
-    elif graph is None or hasattr(graph, "ops"):
-        return _load_graph(graph)
-    elif not Path(graph).is_dir():
-        return _model_part(_load_graph(graph), model, side, notes)
-    else:
-        merged, each = load_graph_files(graph)
+    if not isinstance(graph, GraphSet):   # None, or a Graph a caller built itself
+        return graph
+    merged, each, graph = graph.merged, graph.each, graph.root
     if len(each) < 2:
         return _model_part(merged, model, side, notes)
     names = [{mp.lookup_name(o.name) for o in g.ops} for _f, g in each]
