@@ -493,7 +493,7 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
     report = compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
                            algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf,
                            same_ops_directly=True)
-    mine, theirs = _dumped_names(paths.dump_dir), _dumped_names(reference_paths.dump_dir)
+    mine, theirs = _dumped_names(paths.dump_dir), _reference_names(reference_paths.dump_dir)
     used_mine, used_theirs = report.graphs   # (the graph of each side the comparison chose)
     report.cut_short = {"run": _undumped(used_mine, mine, theirs), "reference": _undumped(used_theirs, theirs, mine)}
     return report
@@ -505,6 +505,12 @@ def _dumped_names(dump_dir: Path) -> frozenset[str]:
     from fusebisect.compare.tree import scan_dumps
 
     return frozenset(dump_file_spelling(e.op_name) for e in scan_dumps(dump_dir).entries if e.op_type != "Opdebug")
+
+
+@functools.lru_cache(maxsize=2)
+def _reference_names(dump_dir: Path) -> frozenset[str]:
+    # the reference run's dumps no longer change once it has run (as its graph): scanned once, not once per trial
+    return _dumped_names(dump_dir)
 
 
 def _undumped(graph, own: frozenset[str], other: frozenset[str]) -> list[str]:
