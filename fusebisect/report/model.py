@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from fusebisect.errors import FusebisectError
-from fusebisect.runner.journal import JOURNAL_NAME, Journal, decode_float, production_digest, workdir_holder
+from fusebisect.runner.journal import (JOURNAL_NAME, Journal, decode_float, moved_run_dir, production_digest,
+                                      workdir_holder)
 
 
 @dataclass
@@ -278,15 +279,8 @@ def _moved_cwd(view: RunView, workdir: Path) -> Path | None:
     where it sat relative to it); None when it did not move, or the workdir was not inside it."""
     if not view.cwd or not view.began_in or Path(view.began_in) == workdir:
         return None
-    try:
-        inside = Path(view.began_in).relative_to(view.cwd)
-    except ValueError:
-        return None
-    depth = len(inside.parts)
-    if depth and workdir.parts[-depth:] != inside.parts:
-        return None
-    moved = Path(*workdir.parts[:len(workdir.parts) - depth]) if depth else workdir
-    return moved if str(moved) != view.cwd else None
+    moved = moved_run_dir(view.began_in, view.cwd, workdir)
+    return moved if moved is not None and str(moved) != view.cwd else None
 
 
 def _holds(candidate: Path, digest: str) -> bool:

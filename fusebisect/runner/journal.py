@@ -306,3 +306,17 @@ def set_aside_previous_run(workdir: str | os.PathLike[str],
 def events(records: Iterable[dict], kind: str) -> list[dict]:
     """Return the records whose ``event`` is ``kind``, in order."""
     return [r for r in records if r.get("event") == kind]
+
+
+def moved_run_dir(began_in: str, cwd: str, workdir: Path) -> Path | None:
+    """Where the directory a run began in (``cwd``, holding its workdir ``began_in``) is, the workdir being at
+    ``workdir`` (absolute) now: the directory that holds it where it sat relative to ``cwd``, as when both were
+    moved (or copied) together. None when the workdir was not inside ``cwd``, or does not sit that way now."""
+    try:
+        inside = Path(began_in).relative_to(cwd)
+    except ValueError:
+        return None
+    depth = len(inside.parts)
+    if depth and workdir.parts[-depth:] != inside.parts:
+        return None
+    return Path(*workdir.parts[:len(workdir.parts) - depth]) if depth else workdir

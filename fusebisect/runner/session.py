@@ -29,7 +29,7 @@ from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.fsutil import real_path
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
-                                       previous_production, set_aside_previous_run,
+                                       moved_run_dir, previous_production, set_aside_previous_run,
                                        workdir_lock)
 from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, RunAborted, close,
                                        unparsed_capture)
@@ -2040,11 +2040,7 @@ def _moved_together(start: dict, here: str, workdir: Path) -> bool:
     began, cwd = start.get("workdir"), start.get("cwd")
     if not isinstance(began, str) or not isinstance(cwd, str):
         return False
-    try:
-        inside = Path(began).relative_to(cwd)
-    except ValueError:
-        return False
-    return Path(workdir).absolute() == Path(here) / inside
+    return moved_run_dir(began, cwd, Path(workdir).absolute()) == Path(here)
 
 
 def _jsonable(obj):
