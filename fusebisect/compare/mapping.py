@@ -293,7 +293,7 @@ class SideIndex:
         entries = self.files.get(key)
         if not entries and (wide := dump_file_spelling(key)) != key:
             # a space or backslash in the op name: CANN's dump file writes '_' for it (msaccucmp misses those)
-            return self.threads.get(wide) or (self.files.get(wide) or [None])[-1]
+            return self.entry(wide)
         return entries[-1] if entries else None
 
     def newest(self, op_name: str):

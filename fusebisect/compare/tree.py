@@ -382,8 +382,7 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = F
     pick = None
 
     def unnamed(side: int, model: str | None) -> bool:   # the graph given for that side names another model
-        names = prefer[side] if side < len(prefer) else None
-        return bool(names) and model not in names
+        return bool(prefer[side]) and model not in prefer[side]
 
     if common:   # one (device, model, iteration) for both sides: the model with the most ops on both together
         pick = min(common, key=lambda k: (any(unnamed(i, by_key[k][1]) for i, by_key in enumerate(keys)),
