@@ -444,22 +444,14 @@ def trial_graph(paths: TrialPaths):
     return _graph_in(paths.graph_dir)
 
 
-def _graph_in(graph_dir: Path):
-    from fusebisect.compare.graph import find_build_graphs, load_graph
+def _graph_in(graph_dir: Path, *, each: bool = False):
+    """A trial's Build graphs merged, or with ``each`` as a GraphSet (each file's own too: the comparison picks
+    among a train and an eval graph per dump, as compare does); None when it has none."""
+    from fusebisect.compare.graph import find_build_graphs, load_graph, load_graph_set
 
     if not graph_dir.is_dir() or not find_build_graphs(graph_dir):
         return None
-    return load_graph(graph_dir)
-
-
-def _graph_set_in(graph_dir: Path):
-    """A trial's Build graphs parsed as a GraphSet (the comparison picks among a train and an eval graph per
-    dump, as compare does), or None when it has none."""
-    from fusebisect.compare.graph import find_build_graphs, load_graph_set
-
-    if not graph_dir.is_dir() or not find_build_graphs(graph_dir):
-        return None
-    return load_graph_set(graph_dir)
+    return load_graph_set(graph_dir) if each else load_graph(graph_dir)
 
 
 # the verdict, the journal's dumps rows and the prior read only these two metrics
@@ -470,7 +462,7 @@ ORACLE_ALGORITHMS = ("CosineSimilarity", "MaxAbsoluteError")
 def _reference_graph(graph_dir: Path):
     # every trial is compared with the same reference run, whose graph dump no longer changes once it has run:
     # parse it once, not once per trial (Build graphs of real networks take seconds to read)
-    return _graph_set_in(graph_dir)
+    return _graph_in(graph_dir, each=True)
 
 
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
@@ -484,7 +476,7 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
         return None
     from fusebisect.compare.engine import compare_dumps
 
-    my_graph = _graph_set_in(paths.graph_dir)
+    my_graph = _graph_in(paths.graph_dir, each=True)
     golden_graph = _reference_graph(reference_paths.graph_dir)
     if require_graphs:
         for graph, side in ((my_graph, paths), (golden_graph, reference_paths)):
