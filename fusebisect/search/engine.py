@@ -240,14 +240,14 @@ class Search:
             est = 0
         elif self._phase == "verify" and not self._noisy:   # the look-for-more run's runs still to do (--repeat)
             est = max(1, sum(self.repeat - len(self._verdicts(off)) for off, _base in self._batch))
-        elif self._noisy and self._phase == "verify" and self._noisy_verify is not None:
+        elif self._noisy_verify is not None:   # (set only while the noise-aware mode repeats a look-for-more run)
             est = self._noisy_verify[1]   # looking for more: the repeats that end the search if there is none
         elif self._noisy:
             est = max(1, math.ceil((math.log2(left) + 4.3) / 0.53))
         else:
             est = (math.ceil(math.log2(left)) + 2 + (2 if self._phase == "gates" else 0)) * self.repeat
         found = len(self._found) + len(self._noisy_named)
-        if self._noisy and self._phase == "verify" and self._noisy_verify is not None and not self.done:
+        if self._noisy_verify is not None and not self.done:
             found = self._noisy_verify[0]   # the set whose look-for-more run is being repeated counts
         return {"phase": "done" if self.done else self._phase, "candidates_left": self._left,
                 "runs_remaining_estimate": est, "executions": self.executions, "found": found}
