@@ -360,6 +360,25 @@ def test_scan_with_an_unreadable_dump_never_says_none_found(tmp_path, capsys):
     assert [o["op_name"] for o in doc["overflows"]] == ["relu1"] and len(doc["unreadable"]) == 1
 
 
+def test_scan_leaves_out_files_that_are_not_dumps_by_name_but_not_nameless_ones(tmp_path, capsys):
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    (leaf / "nohup.out").write_text("log\n")     # a log and a model beside the dumps are not op dumps
+    (leaf / "model.pb").write_bytes(b"")
+    assert main(["overflow", str(tmp_path), "--scan"]) == 0
+    captured = capsys.readouterr()
+    assert "No abnormal ops (scan) found" in captured.out
+    assert "2 file(s) here are not op dumps by their names and were not read" in " ".join(captured.err.split())
+    (leaf / "Mul.mul.1.2.0").write_bytes(b"x")    # a name that ends like a dump's may be one (a dotted op name)
+    assert main(["overflow", str(tmp_path), "--scan"]) == 2
+    assert "No abnormal ops" not in capsys.readouterr().out
+    (leaf / "Mul.mul.1.2.0").unlink()
+    write_opdebug(leaf, new_record(3, 0, 0x20), T0 + 2, "binary")
+    (leaf / f"Add.add1.1.0.{T0 + 1}").unlink()
+    assert main(["overflow", str(tmp_path), "--scan"]) == 2     # strays do not count as op dumps to scan
+    assert "no op dumps to scan" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("encoding", ["binary", "nano"])
 def test_without_graph_the_dump_origin_is_not_called_the_original_ops(tmp_path, capsys, encoding):
     # a fused MatMul+BiasAdd: the dump records only which original op its output stands for (fc1_BiasAdd)

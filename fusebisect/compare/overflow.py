@@ -881,14 +881,20 @@ def _explain(rec: OverflowRecord, op, dbg, ts: int, gindex: _GraphIndex, report:
 
 def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
     debug = sum(1 for e in tree.entries if _is_debug(e))
-    if debug == len(tree.entries) and not tree.bad:
+    if debug == len(tree.entries) and all(p in tree.stray for p, _msg in tree.bad):
         raise DumpFormatError(f"no op dumps to scan, only {debug} Opdebug file(s): read their overflow records "
                               "without --scan", path=root)
     report = OverflowReport(dump_dir=root, mode="scan", overflows=[], total=0, limit=limit)
     if debug:
         report.notes.append(f"{debug} Opdebug file(s) here hold overflow records, which --scan does not read: run "
                             "without --scan to read them")
+    strays = [p for p, _msg in tree.bad if p in tree.stray]
+    if strays:
+        report.notes.append(f"{len(strays)} file(s) here are not op dumps by their names and were not read "
+                            f"(first: {strays[0]})")
     for p, msg in tree.bad:     # a file that cannot be read may hold the abnormal values: never "none found"
+        if p in tree.stray:
+            continue
         report.scanned += 1
         report.add_unreadable(Path(p), msg)
     for e in tree.entries:
@@ -919,6 +925,6 @@ def _scan(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowReport:
     report.total = report.records = len(report.overflows)
     for k, ov in enumerate(report.overflows, start=1):
         ov.op_index = k
-    if report.total >= limit and report.scanned < len(tree.bad) + sum(1 for e in tree.entries if not _is_debug(e)):
+    if report.total >= limit and report.scanned < len(tree.bad) - len(strays) + sum(1 for e in tree.entries if not _is_debug(e)):
         report.notes.append(f"stopped after the first {limit} abnormal ops ({report.scanned} dumps read)")
     return report

@@ -28,6 +28,9 @@ _GOLDEN_NAME = re.compile(r"^(?P<op>.+)\.(?P<idx>[0-9]+)\.(?P<ts>[0-9]+)\.npy$")
 _NOT_DUMPS = {".csv", ".json", ".txt", ".log", ".cfg", ".md", ".npy", ".pt", ".bin", ".py", ".sh", ".pbtxt",
               ".tmp", ".html"}
 MAPPING_FILE = "mapping.csv"
+# a dump file's name ends in its timestamp (or a slice/context number): one whose last dotted part holds anything
+# but digits is some other file (a log, a model, a core file's name with an extension)
+_NAMED_LIKE_FILE = re.compile(r"\.[^./\\]*[^0-9./\\][^./\\]*$")
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class DumpTree:
     root: Path
     entries: list[DumpEntry] = field(default_factory=list)  # ordered by timestamp (execution order)
     bad: list[tuple[Path, str]] = field(default_factory=list)  # (file, reason), reported not fatal
+    # the files of ``bad`` whose names cannot be a dump's (an extension that is not a number: nohup.out, model.pb)
+    stray: set[Path] = field(default_factory=set)
 
     def groups(self) -> dict[tuple, list[DumpEntry]]:
         """Return entries grouped by (device, model_name, model_id, iteration, run), each in execution order."""
@@ -182,6 +187,8 @@ def _scan_dir(directory: Path, files: list[str], tree: DumpTree) -> None:
             if fname in mapping or os.path.splitext(fname)[1].lower() not in _NOT_DUMPS:
                 tree.bad.append((path, f"name {original!r} is not {{op_type}}.{{op_name}}.{{task_id}}."
                                        "{stream_id}.{timestamp}"))
+                if fname not in mapping and _NAMED_LIKE_FILE.search(fname):
+                    tree.stray.add(path)
             continue
         tree.entries.append(DumpEntry(path, parsed, *layout))
 
@@ -367,7 +374,7 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = F
     trees: list[DumpTree] = []
     for tree, side in ((my, "my"), (golden, "golden")):
         if tree is not None:
-            tree = DumpTree(root=tree.root, entries=list(tree.entries), bad=list(tree.bad))
+            tree = DumpTree(root=tree.root, entries=list(tree.entries), bad=list(tree.bad), stray=set(tree.stray))
             run_notes += [f"{side} dumps: {note}" for note in latest_run_only(tree, tree.root)]
             trees.append(tree)
     my, golden = trees[0], (trees[1] if golden is not None else None)
@@ -403,7 +410,7 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = F
         else:   # the latest iteration, then the model with the most ops
             chosen = min(groups, key=lambda g: (unnamed(i, g[1]), *_leaf_key(g, earliest), -len(groups[g]),
                                                 _names_key(g)))
-        kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad)
+        kept = DumpTree(root=tree.root, entries=groups[chosen], bad=tree.bad, stray=tree.stray)
         device, name, _mid, iteration, run = chosen
         models = len({g[1] for g in groups})
         runs = len({g[4] for g in all_groups})
