@@ -360,6 +360,19 @@ def test_scan_with_an_unreadable_dump_never_says_none_found(tmp_path, capsys):
     assert [o["op_name"] for o in doc["overflows"]] == ["relu1"] and len(doc["unreadable"]) == 1
 
 
+def test_a_header_at_odds_with_its_data_len_is_read_whole_not_called_unreadable(tmp_path, capsys):
+    # version 0 header, data_len of a four-word status, every word zero: fully read, no overflow
+    leaf = leaf_dir(tmp_path, 0)
+    write_op(leaf, "Add", "add1", 4, 0, T0 + 1, [CLEAN], [CLEAN], "binary")
+    values = (1, 0, 4, 0, 0xFFFFFFFF, 0xFFFFFFFF, 0x12C0, 0x1000, 0, 0, 0, 0, 0, 0)
+    record = struct.pack("<IIIIII", MAGIC, 0, 1, 0, 0, 112) + struct.pack("<14Q", *values)
+    write_opdebug(leaf, record, T0 + 2, "binary")
+    assert main(["overflow", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "could not be read" not in captured.err + captured.out
+    assert "version 0 but data_len 112 fits a four-word status: read as four" in " ".join(captured.err.split())
+
+
 def test_scan_leaves_out_files_that_are_not_dumps_by_name_but_not_nameless_ones(tmp_path, capsys):
     leaf = leaf_dir(tmp_path, 0)
     write_op(leaf, "Add", "add1", 1, 0, T0 + 1, [CLEAN], [CLEAN], "binary")

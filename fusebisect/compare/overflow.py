@@ -108,6 +108,7 @@ class OverflowRecord:
     version: int | None = None        # new layout only
     entry: int = 0                    # index of the acc_list entry (new) / 0 (old)
     fields: dict[str, int] = field(default_factory=dict)   # every raw field as decoded
+    note: str = ""                    # how a header that disagrees with its data_len was read (fully read)
 
     @property
     def status(self) -> int:
@@ -173,12 +174,13 @@ def _decode_new(data: bytes) -> tuple[list[OverflowRecord], list[str]]:
         names = _NEW_FIELDS[unit]
         words = STATUS_WORDS_V1 if unit in ("AIC", "AIV") and version >= 1 else 1
         need = (len(names) - 1 + words) * 8
+        note = ""   # (the data_len a header disagrees with is what the writer wrote: every byte is read)
         if unit in ("AIC", "AIV") and version >= 1 and data_len == len(names) * 8:
             words, need = 1, len(names) * 8   # version 1 header but a one-word status: trust data_len
-            problems.append(f"{where}: version {version} but data_len {data_len} fits a one-word status")
+            note = f"{where}: version {version} but data_len {data_len} fits a one-word status: read as one"
         elif unit in ("AIC", "AIV") and version == 0 and data_len == (len(names) - 1 + STATUS_WORDS_V1) * 8:
             words, need = STATUS_WORDS_V1, data_len   # the reverse: a four-word status behind a version 0 header
-            problems.append(f"{where}: version 0 but data_len {data_len} fits a four-word status")
+            note = f"{where}: version 0 but data_len {data_len} fits a four-word status: read as four"
         elif data_len > need:   # bytes the layout does not explain may hold a status word
             problems.append(f"{where}: data_len {data_len} is more than the {need} bytes of its layout; the rest "
                             "is not read")
@@ -203,7 +205,7 @@ def _decode_new(data: bytes) -> tuple[list[OverflowRecord], list[str]]:
                 task_id=info["task_id"], task_type=info["task_type"], status_words=status_words,
                 context_id=_valid_id(info["context_id"]), thread_id=_valid_id(info["thread_id"]),
                 version=version, entry=entry, fields={"magic": magic, "version": version, "rsv": rsv,
-                                                      "data_len": data_len, **info}))
+                                                      "data_len": data_len, **info}, note=note))
         offset = body + max(data_len, need)
         entry += 1
     return records, problems
@@ -806,6 +808,8 @@ def _opdebug(root: Path, tree, gindex: _GraphIndex, limit: int) -> OverflowRepor
             report.problems.extend((dbg.path, f"output {out.index}: {p}") for p in problems)
             damaged.extend(f"output {out.index}: {p}" for p in problems)
             for rec in records:
+                if rec.note:
+                    report.notes.append(f"{dbg.path}: output {out.index}: {rec.note}")
                 if not rec.overflow:
                     continue
                 any_overflow = True
