@@ -873,6 +873,30 @@ def test_an_outlier_reference_does_not_make_every_candidate_a_culprit(capsys, tm
     assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
 
 
+def test_an_outlier_reference_curve_ending_at_the_same_loss_is_not_kept_as_the_reference(capsys, tmp_path):
+    """Curve mode: the first all-off run's curve is off in its middle but ends where the others do. The reference
+    chosen from three runs must be one of the two whose curves agree, not the outlier (their last points tie)."""
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os
+        off = set()
+        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
+            off |= {k for k, v in sec.items() if v == "off"}
+        curve = [1, 0.5, 0.25] if "GeluFusionPass" in off else [1, 0.5, 0.9]
+        if os.path.basename(os.environ["FUSEBISECT_TRIAL_DIR"]).startswith("0001-"):
+            curve = [1, 0.8, 0.25]
+        for c in curve:
+            print("loss", c)
+    '''))
+    assert main(["run", "--json", "--metric", r"loss ([0-9.]+)", "--metric-mode", "curve", "--rules",
+                 OUTLIER_RULES, "--no-graph-dump", "--workdir", str(tmp_path / "w"), "--", sys.executable,
+                 str(job)]) == 0
+    captured = capsys.readouterr()
+    j = json.loads(captured.out)
+    assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert "differs from it at curve point 1: 0.8 vs 0.5" in " ".join(captured.err.split())
+
+
 def _noisy_job(tmp_path):
     """A job bad while a culprit set of JOB_CULPRITS is on, each verdict flipped with probability JOB_P (a
     pseudo-random draw of JOB_SEED and the trial dir: the same every time); JOB_DEP "B:A" writes a

@@ -615,6 +615,15 @@ class Session:
         runs = self._reference_runs()
         if runs is None or len(runs) < 3:
             return None
+        if self.judge.metric.mode == "curve" and all(r.measurement.curve for r in runs):
+            # the curve is what is compared: the run that disagrees with the fewest others, then the nearest
+            # to them point by point (runs ending at the same loss can differ in between)
+            def spread(r: TrialRecord) -> tuple:
+                others = [o for o in runs if o is not r]
+                return (sum(self._metric_disagreement(r, o) is not None for o in others),
+                        sum(abs(x - y) for o in others for x, y in zip(r.measurement.curve, o.measurement.curve)),
+                        r.index)
+            return min(runs, key=spread)
         values = [r.measurement.metric for r in runs]
         return min(runs, key=lambda r: (sum(abs(r.measurement.metric - v) for v in values), r.index))
 
@@ -627,6 +636,11 @@ class Session:
             return
         self._judge_all_again()
         self._rebuild = True
+        apart = self._metric_disagreement(before, now)
+        if self.judge.metric.mode == "curve" and apart:
+            self.progress.log(f"the reference is now run {now.index} (the curve nearest the other all-candidates-off "
+                              f"runs; run {before.index} differs from it at {apart}): every run judged again")
+            return
         self.progress.log(f"the reference is now run {now.index} (metric {now.measurement.metric:g}, the middle of "
                           f"the all-candidates-off runs; run {before.index} read {before.measurement.metric:g}): "
                           f"every run judged again")
