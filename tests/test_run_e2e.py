@@ -438,3 +438,53 @@ def test_dumps_oracle_maps_through_the_graph_the_dumps_model_names(capsys, tmp_p
                       "--steps", "3", "--dump-step", "0", "--faulty", "GeluFusionPass")
     assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]], j["message"]
     assert not any(t["outcome"] == "invalid" for t in j["trials"])
+
+
+TWO_MODELS_JOB = textwrap.dedent("""\
+    import os, pathlib, shutil, subprocess, sys, tempfile
+    trial, dump = pathlib.Path(os.environ["FUSEBISECT_TRIAL_DIR"]), pathlib.Path(os.environ["FUSEBISECT_DUMP_DIR"])
+    sim = [sys.executable, "-m", "fusebisect.sim", "train", "--dump-step", "0", "--steps", "2"]
+    rc = subprocess.call(sim + sys.argv[1:])                      # the train graph (faulty when asked)
+    if os.environ.get("JOB_NO_EVAL") and os.environ["JOB_NO_EVAL"] in open(os.environ["FUSEBISECT_SWITCH_FILE"]).read():
+        sys.exit(rc)                                              # the eval graph is not dumped in this run
+    tmp = pathlib.Path(tempfile.mkdtemp(dir=trial))
+    rc |= subprocess.call(sim + ["--fusion-switch-file", os.environ["FUSEBISECT_SWITCH_FILE"]], stdout=subprocess.DEVNULL,
+                          env=dict(os.environ, ASCEND_WORK_PATH=str(tmp), FUSEBISECT_DUMP_DIR=str(tmp / "d"),
+                                   DUMP_GRAPH_PATH=str(tmp / "g")))   # an eval graph, healthy, dumped beside it
+    for p in (tmp / "g").rglob("*Build.txt"):
+        d = pathlib.Path(os.environ["DUMP_GRAPH_PATH"]) / "eval"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "ge_proto_00000000_graph_2_Build.txt").write_text(p.read_text().replace("sim_train_graph", "sim_eval_graph"))
+    stamp = next(dump.iterdir())
+    for leaf in (tmp / "d").glob("*/0/sim_train_graph/1/0"):
+        shutil.copytree(leaf, stamp / "0" / "sim_eval_graph" / "2" / "0")
+    shutil.rmtree(tmp)
+    sys.exit(rc)
+    """)
+
+
+def test_dumps_oracle_compares_every_model_of_the_job(capsys, tmp_path):
+    """A job dumps a train and an eval graph side by side; the fault is in the train graph. Comparing one model
+    (compare's single leaf: here the eval one) saw no divergence and ended not_reproduced. Every model both runs
+    dumped is compared, each with its own graph."""
+    job = tmp_path / "twomodels.py"
+    job.write_text(TWO_MODELS_JOB)
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job),
+                      "--faulty", "GeluFusionPass")
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]], j["message"]
+    bad = [t for t in j["trials"] if t["outcome"] == "bad"]
+    assert bad and all("(model sim_train_graph)" in t["reason"] for t in bad)
+
+
+def test_a_model_only_one_run_dumped_makes_the_run_invalid(capsys, tmp_path, monkeypatch):
+    """A run dumped an eval graph the reference run (MulAddFusionPass off, so no eval dump) did not: that model's
+    tensors were never compared, so the run is no GOOD one (it would clear every rule it left on)."""
+    job = tmp_path / "twomodels.py"
+    job.write_text(TWO_MODELS_JOB)
+    monkeypatch.setenv("JOB_NO_EVAL", "MulAddFusionPass")
+    rc, j, err = _run(capsys, "--dumps", "--rules", "GeluFusionPass,MulAddFusionPass", "--workdir",
+                      str(tmp_path / "w"), "--", sys.executable, str(job))
+    with_eval = [t for t in j["trials"] if "MulAddFusionPass" not in t["config_off"]]
+    assert with_eval and all(t["outcome"] == "invalid" and "this run alone dumped model(s) sim_eval_graph"
+                             in t["reason"] for t in with_eval), j["trials"]
+

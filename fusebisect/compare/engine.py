@@ -101,6 +101,7 @@ class CompareReport:
     # (run --dumps) graph ops one trial did not dump though the other did: {"run": [...], "reference": [...]}
     cut_short: dict = field(default_factory=dict)
     graphs: tuple = (None, None)   # the graphs the comparison used (my side, golden side), after graph_for
+    model: str | None = None       # (run --dumps) the model compared, when the dumps hold several
 
     @property
     def unreadable(self) -> list[dict]:
@@ -213,16 +214,21 @@ def graph_names(graph) -> frozenset | None:
 
 
 def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: str = "latest",
-                  prefer: tuple = (None, None)) -> ChosenInputs:
+                  prefer: tuple = (None, None), model: str | None = None) -> ChosenInputs:
     """Scan both sides and keep what is compared: one (device, model, iteration) leaf of each dump tree
     (``tree.one_leaf``), or of a golden .npy directory the newest (``leaf`` 'earliest': oldest) file of each
-    output; with notes for what was left out (files that are no op dumps, other steps). Raises DumpFormatError
-    for a golden spread over several directories."""
-    from fusebisect.compare.tree import is_golden_dir, one_leaf, scan_dumps, scan_golden
+    output; with notes for what was left out (files that are no op dumps, other steps). ``model``: only the
+    dumps of that model (its :func:`~fusebisect.compare.tree.model_key`) take part. Raises DumpFormatError for a
+    golden spread over several directories."""
+    from fusebisect.compare.tree import is_golden_dir, model_key, one_leaf, scan_dumps, scan_golden
 
     my_tree = scan_dumps(my_path)
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
     golden_tree = None if golden_npy else scan_dumps(golden_path)
+    if model is not None:
+        for tree in (my_tree, golden_tree):
+            if tree is not None:
+                tree.entries = [e for e in tree.entries if model_key(e.model_name) == model]
     iterations = {e.iteration for e in my_tree.entries}
     my_tree, golden_tree, notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest", prefer=prefer)
     for tree in (my_tree, golden_tree):   # what was found but is no op dump is said, not silently dropped
@@ -258,7 +264,7 @@ def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: s
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
                   jobs: int | None = 1, ffts_direct: bool = False, leaf: str = "latest",
-                  same_ops_directly: bool = False) -> CompareReport:
+                  same_ops_directly: bool = False, model: str | None = None) -> CompareReport:
     """Compares my dump against the golden data, msaccucmp style.
 
     ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
@@ -271,7 +277,8 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     (fused vs unfused only; not msaccucmp's way): an op both graphs hold, same name, type and fusion (the same
     pass names, or none), is compared one to one with its namesake, inputs with inputs and outputs with outputs, rather than
     through its original ops; msaccucmp compares a Cast's fp16 output with the fp32 tensor before the Cast,
-    whose rounding error is no divergence between two runs (the run oracle's case). Returns a
+    whose rounding error is no divergence between two runs (the run oracle's case). ``model``: compare only the
+    dumps of that model (a train and an eval graph dumped side by side are compared one at a time). Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
@@ -291,7 +298,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     with_graph = my_graph is not None
     my_graph, golden_graph = graph_input(my_graph), graph_input(golden_graph)
     chosen = choose_inputs(my_path, golden_path, with_graph=with_graph, leaf=leaf,
-                           prefer=(graph_names(my_graph), graph_names(golden_graph)))
+                           prefer=(graph_names(my_graph), graph_names(golden_graph)), model=model)
     my_tree, golden_tree, golden_npy, leaf_notes = chosen.my, chosen.golden, chosen.golden_npy, chosen.notes
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:

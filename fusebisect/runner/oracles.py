@@ -380,44 +380,64 @@ class Judge:
         if reference_paths is None or paths is None:
             return Verdict(UNKNOWN, PENDING)
         try:
-            report = compare_trial_dumps(paths, reference_paths, cosine=spec.cosine,
-                                         max_abs_error=spec.max_abs_error, require_graphs=spec.graphs)
+            comparison = compare_trial_dumps(paths, reference_paths, cosine=spec.cosine,
+                                             max_abs_error=spec.max_abs_error, require_graphs=spec.graphs)
         except FusebisectError as exc:
             return Verdict(INVALID, f"dumps: {exc}")
-        if report is None:
+        if comparison is None:
             if has_dumps(paths):   # then the reference lacks them: every run is judged against its dumps
                 return Verdict(INVALID, f"the all-candidates-off reference run wrote no dumps "
                                         f"({reference_paths.dump_dir}): nothing to compare with")
             return Verdict(INVALID, "no dumps in the trial dir")
-        if not any(row.compared for row in report.rows):
-            # nothing was compared: calling the run GOOD would clear every rule it left on
-            first = next((row.fail_reason for row in report.rows if row.fail_reason), "")
-            return Verdict(INVALID, f"dumps: none of the {len(report.rows)} tensors could be compared with the "
-                           "reference run's" + (f" (first reason: {first})" if first else ""))
+        several = len(comparison.reports) > 1
+        report = comparison.deciding
         summary = summarize_dumps(report)
         first = report.first_divergence
-        if first:
-            return Verdict(BAD, f"dumps diverge at {first.get('op') or first.get('my_op') or first}", summary)
-        # the run's own unread tensors may diverge: GOOD would clear every rule it left on. (A reference file
-        # that cannot be read is the same for every run: those tensors are not compared, as in any run.)
-        mine = [u for u in report.unreadable if u.get("side") != "golden"]
-        if mine:
-            return Verdict(INVALID, f"dumps: {len(mine)} dump file(s) could not be read (first: "
-                           f"{mine[0]['reason']})", summary)
-        cut = report.cut_short
-        if cut.get("run"):   # its graph ran ops it did not dump: those tensors were never compared
-            return Verdict(INVALID, f"dumps: {len(cut['run'])} op(s) of the run's graph that the reference run dumped "
-                           f"have no dump here (first: {cut['run'][0]}): its dumps stopped early or miss ops, so "
-                           "those tensors were not compared", summary)
-        if cut.get("reference"):
-            return Verdict(INVALID, f"dumps: {len(cut['reference'])} op(s) of the reference run's graph that this run "
-                           f"dumped have no dump in the reference (first: {cut['reference'][0]}): the reference's "
-                           "dumps stopped early or miss ops, so those tensors were not compared (rerun with --fresh "
-                           "once the job dumps every op)", summary)
-        if report.not_in_graph:   # the trial's own graph lacks ops it dumped: they were not compared
-            return Verdict(INVALID, f"dumps: {len(report.not_in_graph)} op dump(s) have no op in the run's graph "
-                           f"(first: {report.not_in_graph[0]}), so they were not compared", summary)
+        if first:   # (the first model, in execution order, whose dumps diverge)
+            where = first.get("op") or first.get("my_op") or first
+            return Verdict(BAD, f"dumps diverge at {where}" + (f" (model {report.model})" if several else ""),
+                           summary)
+        if comparison.only_run or comparison.only_reference:
+            # a model one run dumped and the other did not: its tensors were never compared
+            side, models = (("this run", comparison.only_run) if comparison.only_run
+                            else ("the reference run", comparison.only_reference))
+            return Verdict(INVALID, f"dumps: {side} alone dumped model(s) {', '.join(map(str, models))}: their "
+                           "tensors were not compared", summary)
+        for report in comparison.reports:
+            verdict = _unjudged(report, several)
+            if verdict is not None:
+                return Verdict(INVALID, verdict, summary)
         return Verdict(GOOD, "", summary)
+
+
+def _unjudged(report, several: bool) -> str | None:
+    """Why a comparison that found no divergence cannot call the run GOOD (tensors that were never compared), or
+    None when every tensor was."""
+    model = f"model {report.model}: " if several else ""
+    if not any(row.compared for row in report.rows):
+        # nothing was compared: calling the run GOOD would clear every rule it left on
+        first = next((row.fail_reason for row in report.rows if row.fail_reason), "")
+        return (f"dumps: {model}none of the {len(report.rows)} tensors could be compared with the reference "
+                "run's" + (f" (first reason: {first})" if first else ""))
+    # the run's own unread tensors may diverge: GOOD would clear every rule it left on. (A reference file that
+    # cannot be read is the same for every run: those tensors are not compared, as in any run.)
+    mine = [u for u in report.unreadable if u.get("side") != "golden"]
+    if mine:
+        return f"dumps: {model}{len(mine)} dump file(s) could not be read (first: {mine[0]['reason']})"
+    cut = report.cut_short
+    if cut.get("run"):   # its graph ran ops it did not dump: those tensors were never compared
+        return (f"dumps: {model}{len(cut['run'])} op(s) of the run's graph that the reference run dumped have no "
+                f"dump here (first: {cut['run'][0]}): its dumps stopped early or miss ops, so those tensors were "
+                "not compared")
+    if cut.get("reference"):
+        return (f"dumps: {model}{len(cut['reference'])} op(s) of the reference run's graph that this run dumped "
+                f"have no dump in the reference (first: {cut['reference'][0]}): the reference's dumps stopped "
+                "early or miss ops, so those tensors were not compared (rerun with --fresh once the job dumps "
+                "every op)")
+    if report.not_in_graph:   # the trial's own graph lacks ops it dumped: they were not compared
+        return (f"dumps: {model}{len(report.not_in_graph)} op dump(s) have no op in the run's graph (first: "
+                f"{report.not_in_graph[0]}), so they were not compared")
+    return None
 
 
 def combine(verdicts: Sequence[Verdict]) -> Verdict:
@@ -465,13 +485,30 @@ def _reference_graph(graph_dir: Path):
     return _graph_in(graph_dir, each=True)
 
 
+@dataclass
+class TrialComparison:
+    """A trial's dumps compared with the reference run's: one report per model both runs dumped (a train and an
+    eval graph are compared one at a time, each with its own graph), in the order the models first ran."""
+
+    reports: list            # CompareReport per model
+    only_run: list            # models this run dumped that the reference run did not (their tensors not compared)
+    only_reference: list      # models the reference run dumped that this run did not
+
+    @property
+    def deciding(self):
+        """The report of the first model (in execution order) whose dumps diverge, else the first report."""
+        return next((r for r in self.reports if r.first_divergence), self.reports[0])
+
+
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
-                        max_abs_error: float | None = None, require_graphs: bool = False, leaf: str = "latest"):
+                        max_abs_error: float | None = None, require_graphs: bool = False,
+                        leaf: str = "latest") -> TrialComparison | None:
     """Compare a trial's dumps (my side) with the reference trial's (golden side), mapping fused ops through both
-    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`); ``leaf`` picks the iteration
-    when several were dumped ('latest', or 'earliest'). Returns the CompareReport, or
-    None when either side has no dumps. Raises DumpFormatError/GraphFormatError for unreadable inputs, and
-    FusebisectError when ``require_graphs`` and either trial has no Build graph."""
+    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`), every model both dumped (each
+    its own comparison); ``leaf`` picks the iteration when several were dumped ('latest', or 'earliest').
+    Returns a :class:`TrialComparison`, or None when either side has no dumps. Raises
+    DumpFormatError/GraphFormatError for unreadable inputs, and FusebisectError when ``require_graphs`` and either
+    trial has no Build graph."""
     if not has_dumps(paths) or not has_dumps(reference_paths):
         return None
     from fusebisect.compare.engine import compare_dumps
@@ -482,13 +519,43 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
         for graph, side in ((my_graph, paths), (golden_graph, reference_paths)):
             if graph is None:
                 raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
-    report = compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph, golden_graph=golden_graph,
-                           algorithms=ORACLE_ALGORITHMS, cosine=cosine, max_abs_error=max_abs_error, leaf=leaf,
-                           same_ops_directly=True)
+    mine_models, their_models = _dumped_models(paths.dump_dir), _reference_models(reference_paths.dump_dir)
+    common = [m for m in mine_models if m in their_models]
+    # one model (or dumps of no known layout): the one comparison compare itself makes
+    models = common if len(common) > 1 else [None]
     mine, theirs = _dumped_names(paths.dump_dir), _reference_names(reference_paths.dump_dir)
-    used_mine, used_theirs = report.graphs   # (the graph of each side the comparison chose)
-    report.cut_short = {"run": _undumped(used_mine, mine, theirs), "reference": _undumped(used_theirs, theirs, mine)}
-    return report
+    reports = []
+    for model in models:
+        report = compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph,
+                               golden_graph=golden_graph, algorithms=ORACLE_ALGORITHMS, cosine=cosine,
+                               max_abs_error=max_abs_error, leaf=leaf, same_ops_directly=True, model=model)
+        report.model = model
+        used_mine, used_theirs = report.graphs   # (the graph of each side the comparison chose)
+        report.cut_short = {"run": _undumped(used_mine, mine, theirs),
+                            "reference": _undumped(used_theirs, theirs, mine)}
+        if model is not None:
+            report.notes.append(f"model {model}: one of the {len(models)} models both runs dumped, each compared "
+                                "on its own")
+        reports.append(report)
+    if not common:   # no model in common: compare's own pick (it notes that each side's own leaf was compared)
+        return TrialComparison(reports, [], [])
+    return TrialComparison(reports, [m for m in mine_models if m not in their_models],
+                           [m for m in their_models if m not in mine_models])
+
+
+def _dumped_models(dump_dir: Path) -> list:
+    """The models (:func:`~fusebisect.compare.tree.model_key`) of a trial's dumps, in the order they first ran, of
+    the dump_path's latest run."""
+    from fusebisect.compare.tree import latest_run_only, model_key, scan_dumps
+
+    tree = scan_dumps(dump_dir)
+    latest_run_only(tree, dump_dir)
+    return list(dict.fromkeys(model_key(e.model_name) for e in tree.entries if e.op_type != "Opdebug"))
+
+
+@functools.lru_cache(maxsize=2)
+def _reference_models(dump_dir: Path) -> list:
+    return _dumped_models(dump_dir)
 
 
 def _dumped_names(dump_dir: Path) -> frozenset[str]:

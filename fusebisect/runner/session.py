@@ -1364,9 +1364,10 @@ class Session:
             for leaf in ("earliest", "latest"):
                 if report is not None and (report.first_divergence or not oracles.several_iterations(base.paths)):
                     break
-                report = oracles.compare_trial_dumps(base.paths, ref.paths, cosine=self.opts.cosine,
-                                                     max_abs_error=self.opts.max_abs_error,
-                                                     require_graphs=self.opts.graph_dump, leaf=leaf)
+                comparison = oracles.compare_trial_dumps(base.paths, ref.paths, cosine=self.opts.cosine,
+                                                         max_abs_error=self.opts.max_abs_error,
+                                                         require_graphs=self.opts.graph_dump, leaf=leaf)
+                report = comparison.deciding if comparison is not None else None
         except ImportError as exc:  # compare engine unavailable
             self.notes.append(f"no dump prior: {exc}")
             return
