@@ -218,6 +218,54 @@ def test_a_run_stopped_during_its_check_resumes_without_running_its_job_again(tm
         proc.kill()
 
 
+def test_a_run_killed_9_during_its_check_resumes_without_running_its_job_again(tmp_path):
+    """kill -9 of fusebisect while the --check of a finished job runs (nothing is journaled then by a handler):
+    the journal already holds that the job ran, and the rerun checks its output instead of training again."""
+    check, started, block = _blocking_check(tmp_path, 'sys.exit(0 if \'"ABatchnormFusionPass": "off"\' in '
+                                                       'open(os.environ["FUSEBISECT_SWITCH_FILE"]).read() else 1)')
+    count = tmp_path / "jobs.txt"
+    argv = [sys.executable, "-m", "fusebisect", "run", "--json", "--rules", "ABatchnormFusionPass", "--workdir",
+            str(tmp_path / "w"), "--check", f"{sys.executable} {check}", "--", sys.executable, "-c",
+            f"open({str(count)!r}, 'a').write('x')"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _kill_9_once_written(proc, started)
+        left = int(started.read_text())
+        assert count.read_text() == "x"
+        block.unlink()
+        rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stderr
+        j = json.loads(rerun.stdout)
+        assert j["status"] == "found" and len(count.read_text()) == j["executions"], (count.read_text(), rerun.stderr)
+        assert "checking its output again (the job does not run again)" in " ".join(rerun.stderr.split())
+        _assert_gone(left, "the check command left running by the killed fusebisect survived the rerun")
+    finally:
+        proc.kill()
+
+
+def test_a_check_run_again_on_resume_runs_on_its_own_slot_device(tmp_path):
+    """The resume checks a finished job's output again in the slot the scheduler gave it: on that slot's device,
+    never on the device the job had (another run may hold it, or --devices no longer lists it)."""
+    seen = tmp_path / "check_devices.txt"
+    check, started, block = _blocking_check(tmp_path, f'open({str(seen)!r}, "a").write(os.environ.get('
+                                                       '"ASCEND_RT_VISIBLE_DEVICES", "-") + "\\n")')
+    argv = [sys.executable, "-m", "fusebisect", "run", "--rules", "ABatchnormFusionPass", "--workdir",
+            str(tmp_path / "w"), "--check", f"{sys.executable} {check}"]
+    proc = subprocess.Popen([*argv, "--devices", "3", "--", sys.executable, "-c", "pass"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_written(proc, started, timeout=60)
+        proc.terminate()
+        assert proc.wait(timeout=30) == 143
+        block.unlink()
+        rerun = subprocess.run([*argv, "--devices", "5", "--", sys.executable, "-c", "pass"], capture_output=True,
+                               text=True, timeout=120)
+        assert "checking its output again" in " ".join(rerun.stderr.split()), rerun.stderr
+        assert set(seen.read_text().split()) == {"5"}, seen.read_text()
+    finally:
+        proc.kill()
+
+
 def test_after_kill_9_the_rerun_first_kills_the_job_left_running(tmp_path):
     """kill -9 of fusebisect leaves its running job alive (it holds an NPU); the rerun that resumes kills it, and
     only it, before starting anything."""

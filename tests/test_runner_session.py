@@ -463,9 +463,10 @@ def test_check_oracle_exit_codes(target, tmp_path):
     assert judged[0] == 1, judged
 
 
-def test_a_run_checked_again_after_a_resume_is_checked_on_its_jobs_device(target, tmp_path):
+def test_a_run_checked_again_after_a_resume_is_checked_on_its_slots_device(target, tmp_path):
     """--jobs 2 on devices 3 and 7: the baseline ran on 7 and its check aborted. The resume hands the check again
-    to the first free slot (3); it must get the job's device, and the record keep it."""
+    to the first free slot (3): the check runs on that slot's device (7 may be another run's by then, or no
+    longer listed), and the record keeps the device its job ran on (the repro command's)."""
     from fusebisect.search import Search
 
     seen = tmp_path / "check_devices.txt"
@@ -488,7 +489,7 @@ def test_a_run_checked_again_after_a_resume_is_checked_on_its_jobs_device(target
     target.env["T_CHECK_BAD_CODE"] = "1"
     res = session(target, tmp_path, **kw).run()
     again = [line.split() for line in seen.read_text().splitlines()][len(first):]
-    assert [d for name, d in again if name == aborted] == ["7"], again
+    assert [d for name, d in again if name == aborted] == ["3"], again
     assert res.run_json["status"] == "found"
     journal = Journal(tmp_path / "w" / "journal.jsonl").load()
     assert next(e for e in journal if e["event"] == "trial" and e["index"] == 2)["device"] == "7"

@@ -99,7 +99,7 @@ def unjudged_text(unjudged: Sequence[dict], running: bool) -> str:
     if not unjudged:
         return ""
     numbers = ", ".join(str(u.get("index")) for u in unjudged)
-    if all(u.get("job_finished") for u in unjudged):
+    if all(u.get("job_finished") for u in unjudged) and not running:
         why = ("its job finished but its --check was stopped; the resume checks it again, without running the job"
                if len(unjudged) == 1 else
                "their jobs finished but their checks were stopped; the resume checks them again, without running "

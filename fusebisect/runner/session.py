@@ -397,6 +397,7 @@ class Session:
         # verdict (journal ``executed`` events): a resume checks its output again instead of running the job again
         self._rechecks: dict[str, TrialRecord] = {}
         self._ran_on: dict[int, str] = {}   # run -> the device its job ran on, when its check ran on another slot
+        self._journaled_executed: set[int] = set()   # runs with an ``executed`` record in the journal
 
     # ------------------------------------------------------------------ helpers
 
@@ -673,8 +674,8 @@ class Session:
             kept = self._rechecks.pop(config_key(off, on), None)
         if kept is not None and kept.paths.stdout_path.is_file():
             index, paths = kept.index, kept.paths
-            if kept.device is not None:   # its check (and its record) get the device its job ran on
-                device = self._ran_on[index] = kept.device
+            if kept.device is not None:   # its record keeps the device its job ran on; the check runs in its slot
+                self._ran_on[index] = kept.device
         else:
             kept = None
             index, paths = self._new_paths(off, on)
@@ -694,6 +695,10 @@ class Session:
             result = execution.run(self.registry)
         if result.interrupted:
             return index, paths, result, None
+        if kept is None:
+            # the job ran to its end: journaled before it is judged, so that a kill -9 while its check (or the
+            # dump comparison) runs leaves a resume that checks this output again instead of running the job again
+            self._journal_executed(index, off, on, role, paths, result, device)
         try:
             m = self.judge.measure(result, paths, env=execution.env, cwd=self.cwd, timeout=self.opts.timeout,
                                    registry=self.registry)
@@ -713,6 +718,10 @@ class Session:
         journal; that baseline runs again.)"""
         if not self.journal.path.exists():
             return
+        with self._lock:
+            if index in self._journaled_executed:
+                return
+            self._journaled_executed.add(index)
         with contextlib.suppress(OSError, FusebisectError):
             self.journal.append({"event": "executed", "index": index, "key": config_key(off, on), "off": sorted(off),
                                  **({"on": sorted(on)} if on else {}), "role": role, "exit_code": result.exit_code,
@@ -1126,6 +1135,7 @@ class Session:
             elif kind == "executed":
                 kept = TrialRecord.from_event(ev)
                 self._rechecks[kept.key] = kept
+                self._journaled_executed.add(kept.index)
         judged = {rec.index for rec in self.records}
         self._rechecks = {k: r for k, r in self._rechecks.items() if r.index not in judged}
         self._rebase()
