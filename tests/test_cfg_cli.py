@@ -315,6 +315,22 @@ def test_effective_and_diff_warn_about_what_cann_would_not_read(tmp_path, capsys
     assert rc == 0 and "warning" not in err
 
 
+def test_effective_and_diff_read_a_file_that_starts_with_a_block_comment(tmp_path, capsys):
+    blk, line = tmp_path / "blk.cfg", tmp_path / "line.cfg"
+    blk.write_text('/* switch file for run 7 */\n{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}}}\n')
+    line.write_text('// switch file for run 7\n{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}}}\n')
+    rc, out, err = run(capsys, "cfg", "effective", str(blk), "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["cann_rejects"] == ["1:1: comment"]
+    assert [(r["rule"], r["effective"]) for r in doc["rules"]] == [("LayerNormFusionPass", "off")]
+    assert f"warning: {blk}:1:1: comment: CANN's JSON parser rejects this" in " ".join(err.split())
+    rc, out, _ = run(capsys, "cfg", "diff", str(line), str(blk))
+    assert rc == 0 and "same rules" in out
+    rc, out, _ = run(capsys, "cfg", "check", str(blk))
+    assert rc == 1 and f"{blk}:1:1: error: comment: CANN's JSON parser rejects it" in " ".join(out.split())
+    assert "old line format" not in out and "PassName:on" not in out
+
+
 def test_a_spelling_of_a_forbidden_close_pass_points_at_the_pass_that_can_be_switched_off(capsys, tmp_path):
     f = tmp_path / "g.cfg"
     assert main(["cfg", "off", "GlobalAvgPoolPass", "--out", str(f)]) == 0

@@ -133,6 +133,28 @@ def test_lenient_json_bom_comments_trailing_commas():
     assert c.graph == {"A": "off", "B": "on"} and c.ub == {"C": "off"} and not c.legacy
 
 
+@pytest.mark.parametrize("head", ["/* switch file for run 7 */\n", "/* switch file\n   for run 7 */\n\n",
+                                  "// run 7\n/* closed\n   for the repro */ "])
+def test_a_json_file_that_starts_with_a_block_comment_is_json(head):
+    """A /* */ comment before the JSON, on one line or several, is read as the // and # ones are: the file is
+    JSON (CANN's parser rejects the comment, which the lint reports), not the old line format."""
+    text = head + '{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}}}\n'
+    c = parse_switch_text(text)
+    assert not c.legacy and c.graph == {"LayerNormFusionPass": "off"} and c.lenient
+    report = check_switch_text(text, default_catalog())
+    assert report.format == "json" and {p.code for p in report.problems} == {"comment"}, report.problems
+
+
+def test_a_block_comment_in_an_old_format_file_is_a_comment_cann_fails_on():
+    report = check_switch_text("/* closed for run 7 */\nLayerNormFusionPass:off\n", default_catalog())
+    assert report.format == "legacy"
+    [error] = [p for p in report.problems if p.severity == "error"]
+    assert error.line == 1 and "a comment without a colon" in error.message
+    # a /* left open before the JSON: read as JSON, whose reader says where the comment starts
+    with pytest.raises(SwitchFileError, match="line 1, column 1: invalid JSON: unterminated /\\* comment"):
+        parse_switch_text('/* run 7\n{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}}}\n')
+
+
 def test_json_string_escapes_and_control_characters_as_cann_reads_them():
     """A surrogate pair of \\u escapes is one character (a duplicate of it is the same key); a lone surrogate is
     invalid JSON; a raw tab inside quotes is read but is an error CANN's parser would reject."""

@@ -298,12 +298,18 @@ def _strip_bom(text: str) -> tuple[str, bool]:
 
 
 def looks_like_json(text: str) -> bool:
-    """True if the first non-blank, non-comment character is '{' or '[' (JSON), False for the old line format."""
-    for line in text.splitlines():
-        s = line.strip()
-        if not s or s.startswith(("#", "//")):
-            continue
-        return s.startswith(("{", "["))
+    """True if the first non-blank, non-comment character is '{' or '[' (JSON), False for the old line format.
+
+    Comments are those the lenient reader skips (``#``, ``//``, ``/* */`` over any number of lines)."""
+    reader = _Reader(text)
+    try:
+        reader.skip()
+    except _JSONSyntaxError:
+        # a /* left open: JSON if a line after it starts like JSON (its reader then says where the comment
+        # starts), else the old format, which reports the comment line
+        return any(line.lstrip().startswith(("{", "[")) for line in text[reader.pos:].splitlines()[1:])
+    if reader.pos < len(text):
+        return text.startswith(("{", "["), reader.pos)
     # nothing but blanks and comments: an empty file is refused as it is (FE's CheckFileEmpty); anything else fails
     # FE's JSON parse and is read as the old format, where only empty lines are skipped
     return not text
@@ -556,7 +562,7 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
         col = raw.index(s[0]) + 1
         name, sep, value = s.partition(":")
         name, value = name.strip(), value.strip()
-        commented = name.startswith(("#", "//"))   # the format has no comments: FE reads the line like any other
+        commented = name.startswith(("#", "//", "/*"))   # the format has no comments: FE reads the line as any other
         if sep and not name and value in VALUES:
             problems.append(Problem("warning", "no-name", f"{s!r} names no pass: CANN skips the line", lineno, col))
             continue
