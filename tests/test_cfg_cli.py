@@ -229,6 +229,40 @@ def test_cfg_effective(capsys, tmp_path):
     assert rc == 2
 
 
+LONGEST = "BatchMultiClassNonMaxSuppressionRefreshSubgraphConstNodeFusionPass"   # the catalog's longest name
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_effective_keeps_the_why_column_and_notes_beside_a_long_rule_name(tmp_path, capsys, monkeypatch, terminal):
+    """In a pipe each rule name stays whole on its row; in an 80-column terminal a name too long to leave the why
+    column room wraps. Either way the reasons and notes (a case typo, a rule in the wrong section) are shown."""
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    if terminal:
+        monkeypatch.setenv("TTY_COMPATIBLE", "1")
+        monkeypatch.setenv("NO_COLOR", "1")
+    f = tmp_path / "long.cfg"
+    f.write_text('{"Switch":{"GraphFusion":{"%s":"on","LayerNormFusionpass":"off","TbeEltwiseFusionPass":"off"}}}'
+                 % LONGEST)
+    rc, out, _ = run(capsys, "cfg", "effective", str(f))
+    out = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    why = [ln.split("│")[-1].strip() for ln in out.splitlines() if "│" in ln]   # the why column, line by line
+    text = " ".join(why)
+    assert rc == 0 and "┃ effective ┃ why" in out
+    assert "names are case-sensitive: did you mean 'LayerNormFusionPass'?" in text
+    assert "TbeEltwiseFusionPass is a UBFusion rule; in GraphFusion it does nothing (move it to Switch.UBFusion)" \
+        in text
+    assert f"{LONGEST}:onin" in "".join(text.split())   # (folded inside the name in a terminal)
+    rows = [ln for ln in out.splitlines() if ln.startswith(" LayerNormFusionpass ")]
+    assert rows and rows[0].split("│")[1].strip() == "off?"
+    if terminal:
+        assert max(len(ln) for ln in out.splitlines()) <= 80
+    else:
+        [row] = [ln for ln in out.splitlines() if LONGEST in ln]
+        assert row.split("│")[0].strip() == LONGEST and row.split("│")[1].strip() == "on"
+
+
 def test_cfg_effective_lists_the_rules_the_files_own_o1_list_keeps_on(capsys, tmp_path):
     """Under "ALL": "off", the file's ExceptionalPassOfO1Level list keeps its rules on: `effective` listed no rule
     ("the file names no rules") unless asked for it by name."""

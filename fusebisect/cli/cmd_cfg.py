@@ -48,6 +48,13 @@ def _parse_warning_cann_rejects(path: Path):
     return config
 
 
+# `cfg effective`'s table: its effective column (as wide as its header) with the padding and rules of the three
+# columns; the least the why column gets in a terminal, and what it gets beside whole names in a pipe
+_EFFECTIVE_SHORT = 9 + 8
+_WHY_MIN = 24
+_WHY_ROOM = 40
+
+
 def _state(on: bool) -> str:
     return "on" if on else "off"
 
@@ -211,10 +218,21 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         from rich.table import Table
         from rich.text import Text
 
+        console = common.out()
+        longest = max((len(r["rule"]) for r in rows), default=4)
+        # In a pipe or file, whole rule names (grep sees a rule with its state) and the why column beside them,
+        # however long the name; in a terminal, a name too long to leave the why column its room wraps rather
+        # than squeezing the why column (and the notes in it) away.
+        width = console.width if console.is_terminal else max(console.width, longest + _EFFECTIVE_SHORT + _WHY_ROOM)
+        console = common.out(width)
+        name_width = min(longest, max(12, width - _EFFECTIVE_SHORT - _WHY_MIN))
+        # fixed widths: rich, asked to fit wrapping columns with minimum widths, can make the table wider than the
+        # console, which then cuts the why column's lines (words lost at the right edge)
+        why_width = max(_WHY_MIN, width - _EFFECTIVE_SHORT - name_width)
         table = Table(title=f"{file}" + (f"  (ALL: {all_entries})" if all_entries else ""), show_edge=False)
-        table.add_column("rule", no_wrap=True)
-        table.add_column("effective", no_wrap=True)
-        table.add_column("why", overflow="fold", min_width=24)
+        table.add_column("rule", overflow="fold", width=name_width)
+        table.add_column("effective", no_wrap=True, width=9)
+        table.add_column("why", overflow="fold", width=why_width)
         for r in rows:
             # A name the catalog lacks is off only if CANN has a pass of exactly that name.
             state = r["effective"] + ("?" if r["kind"] == "not in catalog" and r["effective"] == "off"
@@ -223,7 +241,7 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
             table.add_row(r["rule"], state, Text.from_markup(why), style=None if r["effective"] == "off" else "dim")
         if not rows:
             common.log("the file names no rules")
-        common.out().print(table)
+        console.print(table)
         if any(r["notes"] for r in rows):
             common.log(f"`fusebisect cfg check {file}` shows the notes under a rule with their line numbers")
 
