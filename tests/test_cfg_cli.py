@@ -482,6 +482,22 @@ def test_json_of_effective_and_diff_says_when_cann_rejects_the_file(tmp_path, ca
     assert json.loads(out)["cann_rejects"] == []
 
 
+def test_diff_in_a_pipe_keeps_every_rule_name_whole_on_its_row(tmp_path, capsys, monkeypatch):
+    """`cfg diff | grep NAME` finds the rule with its states, however long the name and with an 'off?' mark."""
+    monkeypatch.setenv("COLUMNS", "80")
+    a, b = tmp_path / "a.cfg", tmp_path / "b.cfg"
+    a.write_text('{"Switch":{"GraphFusion":{}}}')
+    b.write_text('{"Switch":{"GraphFusion":{"ALL":"off","MyCustomPass":"off"}}}')
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b), "--json")
+    changes = json.loads(out)["changes"]
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b))
+    rows = {ln.split("│")[0].strip(): [c.strip() for c in ln.split("│")[1:]] for ln in out.splitlines() if "│" in ln}
+    assert rc == 1 and rows == {c["rule"]: [c["kind"], c["a"], c["b"] + "?" * (not c["in_catalog"])]
+                                for c in changes}
+    assert rows["BatchMultiClassNonMaxSuppressionFusionPass4VectorCore"] == ["GraphFusion", "on", "off"]
+    assert rows["MyCustomPass"] == ["GraphFusion", "on", "off?"]
+
+
 def test_diff_compares_a_rule_of_unknown_kind_per_section(tmp_path, capsys):
     """A real pass has one kind: off in GraphFusion in one file and in UBFusion in the other cannot both work."""
     a, b = tmp_path / "a.cfg", tmp_path / "b.cfg"

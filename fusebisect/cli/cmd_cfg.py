@@ -55,6 +55,10 @@ _WHY_MIN = 24
 _WHY_ROOM = 40
 
 
+# `cfg diff`'s table beside the rule names: kind (11), A and B ("off?", 4 each), the padding and rules of four columns
+_DIFF_SHORT = 11 + 4 + 4 + 11
+
+
 def _state(on: bool) -> str:
     return "on" if on else "off"
 
@@ -272,6 +276,9 @@ Example: fusebisect cfg diff good.cfg bad.cfg
 
             # The files' paths head the table as A and B, so the rule names keep the width (whole, never cut).
             console = common.out()
+            if not console.is_terminal:   # a pipe or file: whole lines, so `cfg diff | grep NAME` sees every name
+                longest = max(len(c["rule"]) for c in changes)
+                console = common.out(max(console.width, longest + _DIFF_SHORT))
             console.print(f"A: {a}\nB: {b}", markup=False, highlight=False, soft_wrap=True)
             table = Table(show_edge=False)
             table.add_column("rule", overflow="fold")
