@@ -386,6 +386,16 @@ def test_rules_list_in_a_pipe_keeps_every_row_on_one_whole_line(capsys):
     assert [c.strip() for c in row.split("│")[1:4]] == ["GraphFusion", "on", "no"]   # grep sees it forbidden-close
 
 
+def test_rules_show_keeps_source_paths_and_urls_whole(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    rc, out, _ = run(capsys, "rules", "show", "ADeformableConv2dPass", "--json")
+    sources = json.loads(out)["sources"]
+    assert any("a_deformable_conv2d_pass.cpp" in s for s in sources) and any(s.startswith("https://") for s in sources)
+    rc, out, _ = run(capsys, "rules", "show", "ADeformableConv2dPass")
+    lines = out.splitlines()
+    assert rc == 0 and all(f"    - {source}" in lines for source in sources)
+
+
 def test_cfg_check_accepts_custom_passes_when_told(capsys, tmp_path):
     # the production file of a run with --allow-unknown-rules names a custom pass: a note, not a warning
     f = tmp_path / "custom.cfg"

@@ -100,4 +100,5 @@ Example: fusebisect rules show TbeEltwiseFusionPass
             if data[key]:
                 console.print(f"  {key}:", highlight=False)
                 for item in data[key]:
-                    console.print(f"    - {item}", highlight=False, markup=False)
+                    # names, source paths and URLs are never broken (copyable, greppable); notes are prose
+                    console.print(f"    - {item}", highlight=False, markup=False, soft_wrap=key != "notes")
