@@ -528,6 +528,10 @@ def test_cfg_off_with_kind_warns_of_a_name_that_only_nearly_spells_a_rule(capsys
     assert rc == 0 and "spelling of 'InplaceAddRmsNormFusionPass'" in err
     rc, out, err = run(capsys, "cfg", "off", "MyCustomFusionPass", "--kind", "graph")
     assert rc == 0 and "warning" not in err      # a custom pass: no guesses
+    rc, out, err = run(capsys, "cfg", "off", "ALL", "--kind", "graph")   # the key itself: nothing to warn of
+    assert rc == 0 and json.loads(out) == {"Switch": {"GraphFusion": {"ALL": "off"}}} and "warning" not in err
+    rc, out, err = run(capsys, "cfg", "off", "All", "--kind", "graph")
+    assert rc == 0 and "warning: no rule 'All'; the key for every pass of a section is 'ALL'" in err
 
 
 def test_old_format_lines_and_files_cann_accepts(tmp_path, capsys):

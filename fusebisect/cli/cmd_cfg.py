@@ -82,7 +82,7 @@ Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusi
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import off_config, unknown_name, validate_rule_name
+        from fusebisect.rules.switchfile import ALL, off_config, unknown_name, validate_rule_name
 
         if kind is not None and kind.lower() not in ("graph", "ub", "graphfusion", "ubfusion"):
             raise UsageError(f"--kind {kind!r}: expected graph or ub")
@@ -100,7 +100,9 @@ Example: fusebisect cfg off TbeEltwiseFusionPass ConvConcatFusionPass --out fusi
                 warnings.append(f"{name} is {entry.always_on}: CANN always runs it, the entry does nothing")
             elif entry is not None and entry.kind == "unknown" and kind is None:
                 warnings.append(f"{name}: kind unknown, written to both sections")
-            elif entry is None:   # written under --kind: say so when it is another spelling of a real rule
+            elif entry is None and name != ALL:
+                # written under --kind: say so when it is another spelling of a real rule, or of ALL (the key for
+                # every pass of a section, which is written as it is)
                 _, code, message = unknown_name(name, name, catalog, allow_unknown=False, hint=False)
                 if code != "unknown-rule":
                     warnings.append(message[len(name) + 2:] if message.startswith(f"{name}: ") else message)
