@@ -274,6 +274,18 @@ def test_cfg_effective_lists_the_rules_the_files_own_o1_list_keeps_on(capsys, tm
     assert "ExceptionalPassOfO1Level" in rows["GeluFusionPass"]["reason"]
 
 
+def test_check_and_effective_agree_on_a_ge_pattern_pass_the_files_own_o1_list_cannot_keep_on(capsys, tmp_path):
+    f = tmp_path / "o1ge.cfg"
+    f.write_text('{"Switch":{"GraphFusion":{"ALL":"off","FusedInferAttentionScoreQuantFusionPass":"off",'
+                 '"GridSampler3DFusionPass":"off","IncreFlashAttentionQuantFusionPass":"off",'
+                 '"LayerNormGradV3FusionPass":"off","PromptFlashAttentionQuantFusionPass":"off"}},'
+                 '"ExceptionalPassOfO1Level":["MatMulBiasAddFusionPass"]}\n')
+    rc, out, _ = run(capsys, "cfg", "check", str(f))
+    assert rc == 1 and "warning: ExceptionalPassOfO1Level: 'MatMulBiasAddFusionPass' is a GE pattern pass" in out
+    [row] = effective_rows(capsys, f, "--rule", "MatMulBiasAddFusionPass").values()
+    assert row["effective"] == "off" and any("does not keep it on" in n for n in row["notes"])
+
+
 def test_cfg_effective_flags_misspelt_and_misplaced_names(capsys, tmp_path):
     f = tmp_path / "u.cfg"
     f.write_text('{"Switch": {"GraphFusion": {"MatMulBiasAddFusionPas": "off", '

@@ -190,6 +190,26 @@ def test_lint_of_ge_pattern_passes_follows_ge_precedence():
                 if p.code == "legacy-all-ge-pattern"]
 
 
+def test_lint_warns_when_the_files_own_o1_list_names_a_ge_pattern_pass_it_closes():
+    """GE reads only Switch.GraphFusion for a GE pattern pass: the file's ExceptionalPassOfO1Level list does not
+    keep it on, so a file that lists it and closes it (by name or with ALL) is warned of, as `cfg effective`
+    shows it off; listed and left on, it runs and nothing is said."""
+    catalog = default_catalog()
+    pattern = "MatMulBiasAddFusionPass"
+    assert catalog.rules[pattern].ge_pattern and catalog.rules[pattern].can_disable
+    for graph, key in (({"ALL": "off"}, "ALL"), ({pattern: "off"}, pattern)):
+        text = json.dumps({"Switch": {"GraphFusion": graph}, "ExceptionalPassOfO1Level": [pattern]})
+        assert not effective_state(pattern, parse_switch_text(text), catalog)
+        report = check_switch_text(text, catalog)
+        [warning] = [p for p in report.problems if p.code == "o1-ge-pattern"]
+        assert not report.ok and warning.severity == "warning" and warning.rule == pattern
+        assert (warning.line, warning.column) == (1, text.index(f'["{pattern}"]') + 2)
+        assert f"Switch.GraphFusion.{key} = off closes it" in warning.message
+    for graph in ({}, {"ALL": "off", pattern: "on"}):
+        text = json.dumps({"Switch": {"GraphFusion": graph}, "ExceptionalPassOfO1Level": [pattern]})
+        assert not [p for p in check_switch_text(text, catalog).problems if p.code == "o1-ge-pattern"]
+
+
 def test_lint_checks_the_names_of_the_files_own_o1_list_and_priority():
     """A typo in ExceptionalPassOfO1Level protects nothing and one in Priority ranks nothing: they are warned of
     as in Switch (case, unknown with did-you-mean, no pass name, a listing's misspelling), with their position.

@@ -1154,6 +1154,13 @@ def _catalog_problems(cfg: SwitchConfig, catalog: Catalog, where: dict,
             out.append(Problem("warning", "spelling", f"{label} is a listing spelling of {entry.spelling_of!r}; "
                                f"no pass has this exact name, so it does nothing (use {entry.spelling_of!r})",
                                line, col, name))
+        elif part == O1_KEY and entry.ge_pattern and not _pattern_state(name, cfg)[0]:
+            # GE reads only Switch.GraphFusion for it (explain_state): listed here, it is still closed
+            key = name if name in cfg.graph else ALL
+            out.append(Problem("warning", "o1-ge-pattern", f"{label} is a GE pattern pass (REG_FUSION_PASS/"
+                               "REG_DECOMPOSE_PASS) in recent CANN, which reads only Switch.GraphFusion for it: this "
+                               f"list does not keep it on, and the file's Switch.GraphFusion.{key} = off closes it "
+                               f"(name it \"on\" there to keep it on)", line, col, name))
     for sec in KINDS:   # an old-format ALL line applies to both kinds, like every line of that format
         value = cfg.section(sec).get(ALL)
         if value is None:
