@@ -196,6 +196,16 @@ def test_cfg_check_legacy_and_clean(capsys, tmp_path):
     assert left_on["UBFusion"].startswith("ALL (UBFusion) = off") and "TbeMatmulFixPipeFusionPass" in left_on["UBFusion"]
 
 
+@pytest.mark.parametrize("text", ['{}', '{"Switch":{}}', '{"Switch":{"GraphFusion":{},"UBFusion":{}}}',
+                                  '{"Priority":{}}', "\n\n"])
+def test_cfg_check_gives_every_file_that_switches_nothing_the_same_verdict(capsys, tmp_path, text):
+    f = tmp_path / "nothing.cfg"
+    f.write_text(text)
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    [problem] = [p for p in json.loads(out)["problems"] if p["severity"] != "info"]
+    assert rc == 1 and problem["severity"] == "warning" and problem["message"].endswith("switches nothing")
+
+
 def test_cfg_check_unreadable(capsys, tmp_path):
     rc, _, err = run(capsys, "cfg", "check", str(tmp_path))
     assert rc == 2 and "directory" in err and err.count("\n") == 1

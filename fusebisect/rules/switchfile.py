@@ -532,6 +532,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                     where.setdefault((O1_KEY, item.value), line_col(text, item.offset))
     if not any(key == "Switch" for key, _at, _node in root.pairs or []) and not problems:
         add("no-switch", "no \"Switch\" key: this file switches nothing", root.offset, severity="warning")
+    elif not problems and not cfg.graph and not cfg.ub:   # (as an old-format file of empty lines)
+        switch = [node for key, _at, node in root.pairs or [] if key == "Switch"][-1]
+        add("switches-nothing", "\"Switch\" names no pass: this file switches nothing", switch.offset,
+            severity="warning")
     return cfg
 
 
@@ -1007,7 +1011,7 @@ def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: 
     Errors: invalid JSON (with position), syntax CANN rejects (comments, trailing commas), invalid keys or values,
     invalid names, duplicates. Warnings: unknown names (with did-you-mean), case mismatches, documentation
     spellings, a rule in the wrong section, rules that can never be disabled, an ``ALL: off`` that leaves
-    built-in explicit ``on`` entries on. Infos: a BOM, the old format, what ``ALL`` never closes; with
+    built-in explicit ``on`` entries on, a file that switches nothing. Infos: a BOM, the old format, what ``ALL`` never closes; with
     ``allow_unknown``, names the catalog lacks (custom passes) too. Never raises for content problems.
     """
     problems: list[Problem] = []
