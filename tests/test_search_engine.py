@@ -444,3 +444,23 @@ def test_a_budget_that_cuts_a_round_keeps_the_culprit_its_confirmation_showed():
             alone = frozenset(cands) - {cands[culprit]}   # the OFF-set of the run with only the culprit on
             if alone in target.runs:
                 assert [c.rules for c in s.result.culprits] == [(cands[culprit],)], (culprit, budget, s.result)
+
+
+@pytest.mark.parametrize("n", [3, 8, 10, 25])
+def test_suspects_left_by_invalid_runs_are_all_counted_in_the_message(n):
+    """Every run but the gates INVALID (a job whose switch goes unchecked once any rule is off): the verdict says how
+    many suspects it could not separate, and the names it lists plus the '(+N more)' it leaves out add up to them."""
+    cands = names(n)
+
+    def target(off):
+        if not off:
+            return Outcome.BAD
+        return Outcome.GOOD if off == frozenset(cands) else Outcome.INVALID
+
+    s = Search(cands)
+    drive(s, target)
+    r = s.result
+    assert r.status == "inconclusive" and f"the last {n} suspects" in r.message
+    shown = r.message.split(" suspects (", 1)[1].rsplit(").", 1)[0].split(", ")
+    more = int(shown.pop()[1:-len(" more")]) if shown[-1].startswith("+") else 0
+    assert set(shown) <= set(cands) and len(shown) + more == n, r.message
