@@ -97,6 +97,9 @@ def test_parallel_jobs(capsys, tmp_path):
     assert [t["index"] for t in j["trials"]] == sorted(t["index"] for t in j["trials"])
     # the run-count target is for runs one at a time: parallel rounds spend more runs for less wall-clock time
     assert f"in {j['executions']} runs (target {j['bound']} one at a time)" in j["message"], j["message"]
+    # and so does the report, as the message does
+    report = (tmp_path / "w" / "report.md").read_text()
+    assert f"{j['executions']} executions (run-count target {j['bound']} one at a time)" in report
 
 
 def test_dumps_oracle_and_prior(capsys, tmp_path):
@@ -488,3 +491,25 @@ def test_a_model_only_one_run_dumped_makes_the_run_invalid(capsys, tmp_path, mon
     assert with_eval and all(t["outcome"] == "invalid" and "this run alone dumped model(s) sim_eval_graph"
                              in t["reason"] for t in with_eval), j["trials"]
 
+
+def test_the_run_count_target_under_repeat_is_put_in_runs_everywhere_it_is_printed(capsys, tmp_path, monkeypatch):
+    """--repeat 2 runs each configuration twice: the headline, the printed report, both report files and
+    ``fusebisect report`` put the target as configurations and as runs at --repeat 2 (they compared 8 runs with
+    a target of 5, one run per configuration), while the JSON ``bound`` keeps one run per configuration."""
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "w"
+    args = ["--metric", r"loss ([0-9.]+)", "--repeat", "2", "--rules", "GeluFusionPass,LayerNormFusionPass",
+            "--workdir", str(work), "--", *SIM, "--faulty", "GeluFusionPass", "--steps", "2"]
+    rc, j, err = _run(capsys, *args)
+    assert rc == 0, err
+    bound = j["bound"]
+    assert bound == 5   # ceil(log2 2) + 1 + 3: the target for one run per configuration
+    said = f"target {bound} configurations, {2 * bound} runs at --repeat 2"
+    assert f"in {j['executions']} runs ({said}):" in j["message"], j["message"]
+    assert main(["run", *args]) == 0   # resumes, executes nothing, prints the human report
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"executions: {j['executions']} (run-count {said})" in out, out
+    for name in ("report.md", "report.html"):
+        assert f"{j['executions']} executions (run-count {said})" in (work / name).read_text(), name
+    assert main(["report", str(work)]) == 0
+    assert f"executions: {j['executions']} (run-count {said})" in " ".join(capsys.readouterr().out.split())

@@ -464,3 +464,20 @@ def test_suspects_left_by_invalid_runs_are_all_counted_in_the_message(n):
     shown = r.message.split(" suspects (", 1)[1].rsplit(").", 1)[0].split(", ")
     more = int(shown.pop()[1:-len(" more")]) if shown[-1].startswith("+") else 0
     assert set(shown) <= set(cands) and len(shown) + more == n, r.message
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_the_target_under_repeat_reads_against_the_runs_it_counts(workers):
+    """--repeat 2 runs every configuration twice: the message counts every run, so its target is put in runs too
+    (it read 'in 8 runs (target 5)' for 4 configurations run twice). ``bound`` keeps one run per configuration."""
+    cands = names(2)
+    once, twice = Search(cands, workers=workers), Search(cands, workers=workers, repeat=2)
+    for s in (once, twice):
+        drive(s, SimTarget(cands, [frozenset({"Pass000"})]))
+        assert s.result.status == "found"
+    bound = once.result.bound
+    assert twice.result.bound == bound and twice.executions == 2 * once.executions
+    at_a_time = " one at a time" if workers > 1 else ""
+    assert f"in {once.executions} runs (target {bound}{at_a_time}):" in once.result.message
+    assert (f"in {twice.executions} runs (target {bound} configurations{at_a_time}, {2 * bound} runs at --repeat 2):"
+            in twice.result.message), twice.result.message

@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
             if as_json:
                 common.print_json({**res.run_json, "demo": {"faulty": faulty, "mode": mode}})
             else:
-                render_report(common.out(), res.run_json, res.notes)
+                render_report(common.out(), res.run_json, res.notes, workers=opts.workers, repeat=opts.repeat)
                 if res.run_json.get("switch_file"):
                     common.out().print(Path(res.run_json["switch_file"]).read_text(encoding="utf-8"), end="",
                                        markup=False, highlight=False)

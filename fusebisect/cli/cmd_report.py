@@ -107,5 +107,5 @@ def register(app: typer.Typer) -> None:
         if as_json:
             common.print_json(run_json)
         elif html is None and markdown is None:
-            render_report(common.out(), run_json)
+            render_report(common.out(), run_json, workers=view.workers, repeat=view.repeat)
         raise typer.Exit(0 if run_json.get("status") == "found" else 1)

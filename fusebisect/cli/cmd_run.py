@@ -160,6 +160,6 @@ def register(app: typer.Typer) -> None:
         if as_json:
             common.print_json(res.run_json)
         else:
-            render_report(common.out(), res.run_json, res.notes)
+            render_report(common.out(), res.run_json, res.notes, workers=opts.workers, repeat=opts.repeat)
             common.out().print(f"reports: {reports[0]} and {reports[1]}", soft_wrap=True)
         raise typer.Exit(res.exit_code)

@@ -56,6 +56,7 @@ class RunView:
     cwd: str | None = None   # the directory the runs had (journals before it was recorded: None)
     candidates: list[str] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1   # the --jobs of the run that began the journal
     trials: list[TrialView] = field(default_factory=list)
     priors: list[list[str]] = field(default_factory=list)
     excluded: list[dict[str, Any]] = field(default_factory=list)  # {rule, reason}: rules kept out of the search
@@ -64,6 +65,11 @@ class RunView:
     result: dict[str, Any] | None = None  # the run JSON, absent while the run is unfinished
     holder: str | None = None  # the pid of the fusebisect run still working in the workdir, if one is
     began_in: str | None = None  # the workdir's path when the journal began (it may have moved since)
+
+    @property
+    def repeat(self) -> int:
+        """The run's --repeat (runs per configuration), 1 when the start record has none."""
+        return _count(self.options.get("repeat"))
 
     @property
     def status(self) -> str:
@@ -96,6 +102,11 @@ def _result_error(result: dict[str, Any]) -> str | None:
         return None
     where = ".".join(str(p) for p in error.absolute_path)
     return f"{where}: {error.message}" if where else error.message
+
+
+def _count(value: Any) -> int:
+    """A start record's --jobs or --repeat: a whole number of at least 1, else 1 (absent, or a hand edit)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else 1
 
 
 def _excluded(entry: Any) -> dict[str, Any]:
@@ -134,6 +145,7 @@ def view_from_records(records: list[dict[str, Any]]) -> RunView:
             view.cwd = rec.get("cwd") if isinstance(rec.get("cwd"), str) else None
             view.candidates = list(_rule_list(rec.get("candidates"), "the start record's candidates"))
             view.options = dict(rec.get("options") or {})
+            view.workers = _count(rec.get("workers"))
             view.excluded = [_excluded(e) for e in rec.get("excluded") or []]
         elif event == "exclude":   # dropped from the candidates during the run (switch ignored), as run does
             dropped = _rule_list(rec.get("rules"), "an exclude record's rules")
@@ -383,14 +395,17 @@ def command_line(view: RunView) -> str:
 
 
 def execution_facts(view: RunView) -> tuple[str, str]:
-    """("N executions (run-count target B)", "C candidate rules") for the report headers."""
+    """("N executions (run-count target B)", "C candidate rules") for the report headers; the target is put as
+    the verdict's message puts it (:func:`fusebisect.search.model.target_text`: --jobs and --repeat)."""
     result = view.result or {}
     executions = result.get("executions", len(view.trials))
     bound = result.get("bound") if result.get("culprits") else None   # (the target of the culprit sets found)
     from fusebisect.runner.result import unjudged_text
+    from fusebisect.search.model import target_text
 
     gaps = unjudged_text(view.unjudged, view.holder is not None)
-    return (f"{executions} executions" + (f" (run-count target {bound})" if bound else "")
+    target = target_text(bound, view.workers, view.repeat) if bound else ""
+    return (f"{executions} executions" + (f" (run-count target {target})" if bound else "")
             + (f"; {gaps}" if gaps else ""), f"{len(view.candidates)} candidate rules")
 
 

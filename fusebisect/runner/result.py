@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from fusebisect.runner.trial import TrialPaths, numbered_trial_dirs, substitute, trial_env
+from fusebisect.search.model import target_text
 from fusebisect.textutil import fmt_number
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,9 +188,10 @@ def build_run_json(session: "Session", result, switch_path: Path | None, verify:
     }
 
 
-def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
+def render_report(console, run_json: dict, notes: Sequence[str] = (), *, workers: int = 1, repeat: int = 1) -> None:
     """Print the human report of a run JSON to ``console`` (stdout): verdict, culprits, runs vs bound, trial
-    table, repro commands, production switch file, then ``notes``."""
+    table, repro commands, production switch file, then ``notes``. ``workers`` and ``repeat`` are the run's
+    --jobs and --repeat, which say how the bound reads against the executions (as the verdict's message has it)."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -225,7 +227,8 @@ def render_report(console, run_json: dict, notes: Sequence[str] = ()) -> None:
     final = sum(1 for t in j["trials"] if t.get("final"))
     # the target is the bound for the culprit sets found: a verdict that names none has no target to meet
     counts = ([f"{j['executions'] - final} searching + {final} verification"] if final else []) + (
-        [f"run-count target {j['bound']}"] if j.get("bound") is not None and j.get("culprits") else [])
+        [f"run-count target {target_text(j['bound'], workers, repeat)}"]
+        if j.get("bound") is not None and j.get("culprits") else [])
     console.print(f"executions: {j['executions']}" + (f" ({'; '.join(counts)})" if counts else "")
                   + f"; candidates: {j['candidates']}")
     unjudged = j.get("unjudged") or []

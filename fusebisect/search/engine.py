@@ -81,7 +81,7 @@ from collections.abc import Iterable, Sequence
 from fusebisect.errors import UsageError
 
 from .groups import SCAN, SCAN_LATER, Knowledge, best_split, bits_of, mask_of, popcount, split_choices
-from .model import Culprit, Outcome, SearchResult, bound_for_sets
+from .model import Culprit, Outcome, SearchResult, bound_for_sets, target_text
 from .noisy import Posterior
 
 _MAX_SETS = 16          # stop looking for more culprit sets after this many
@@ -903,9 +903,10 @@ class Search:
         parts = ["+".join(c.rules) for c in culprits]
         kind = "turned on" if self._direction == "on" else "turned off"
         target = bound_for_sets(self._n, [len(s) for s in found])
-        # P workers run P configurations a round: fewer rounds, more runs than one at a time
-        target_text = f"target {target}" if self.workers == 1 else f"target {target} one at a time"
-        msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs ({target_text}): {'; '.join(parts)} "
+        # P workers run P configurations a round: fewer rounds, more runs than one at a time; --repeat N runs
+        # each configuration N times, and the runs counted here are all of them
+        msg = (f"{len(culprits)} culprit set(s) in {self.executions} runs "
+               f"(target {target_text(target, self.workers, self.repeat)}): {'; '.join(parts)} "
                f"(bad while {kind}).")
         if self._stuck:
             self._notes.append(f"{len(self._stuck)} suspects could not be separated (invalid runs)")

@@ -67,6 +67,18 @@ def bound_for_sets(n: int, sizes: Sequence[int]) -> int:
     return base + sum(m * math.ceil(math.log2(max(2, n))) + 1 for m in sets)
 
 
+def target_text(bound: int, workers: int = 1, repeat: int = 1) -> str:
+    """``bound`` as the messages and reports put it next to the runs used: "8" for one run per configuration,
+    one at a time (what the bound counts); "8 one at a time" with several workers (a round of P configurations
+    spends more runs for fewer rounds); "5 configurations, 10 runs at --repeat 2" when every configuration runs
+    ``repeat`` times, so that it reads against the executions, which count every one of those runs."""
+    text = f"{bound}" + (" one at a time" if workers > 1 else "")
+    if repeat > 1:
+        text = f"{bound} configurations" + (" one at a time" if workers > 1 else "") + \
+            f", {bound * repeat} runs at --repeat {repeat}"
+    return text
+
+
 def theoretical_bound(n: int, k: int) -> int:
     """Return ceil(log2 C(n,k)) + k + 3, the run budget reported next to the executions used.
 
