@@ -33,6 +33,8 @@ M = "loss ([0-9.]+)"
     (["-o", "{tmp}/fifo"], "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
     (["-o", "/proc/x.cfg"], "--output: cannot write in /proc ("),
     (["-o", "{tmp}/w"], "--output {tmp}/w: that is the --workdir; the production switch file needs a file path"),
+    # the lock of a --workdir the run has yet to create
+    (["-o", "{tmp}/w/.lock"], "--output {tmp}/w/.lock: that is the run's own .lock in --workdir"),
     (["--workdir", ""], "--workdir: empty path"),
     (["--workdir", "/proc/fb/w"], "--workdir: cannot create /proc/fb/w in /proc ("),
     (["--workdir", "{tmp}/dangling"], "--workdir: {tmp}/dangling is a symbolic link to {tmp}/gone/w, which does not exist"),
@@ -149,3 +151,23 @@ def test_an_output_whose_backup_name_cannot_exist_is_refused_before_any_run(tmp_
     assert main(argv) == 0 and ours.is_file()
     capsys.readouterr()
     assert main(argv) == 0, capsys.readouterr().err
+
+
+def test_the_production_file_is_never_the_workdirs_lock(capsys, tmp_path, monkeypatch):
+    """-o WORKDIR/.lock: the run holds that file locked for its whole length, and the production file would
+    replace it (a second run could then start in the same workdir). Refused like the journal, before any run."""
+    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "w"
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    argv = ["-q", "run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work)]
+    assert main([*argv, "--", "bash", str(job)]) == 0   # a finished run: its lock file is there
+    capsys.readouterr()
+    lock = (work / ".lock").read_text()
+    journal = (work / "journal.jsonl").read_text()
+    for out in (work / ".lock", tmp_path / "." / "w" / ".lock"):
+        rc = main([*argv, "-o", str(out), "--", "bash", str(job)])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1, err
+        assert f"--output {out}: that is the run's own .lock in --workdir" in err, err
+    assert (work / ".lock").read_text() == lock and (work / "journal.jsonl").read_text() == journal

@@ -179,8 +179,9 @@ def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
     if where == home:
         raise UsageError(f"--output {opts.output}: that is the --workdir; the production switch file needs a file "
                          "path")
-    from fusebisect.runner.journal import JOURNAL_NAME
-    own = [home / n for n in (JOURNAL_NAME, "result.json", "report.html", "report.md")]
+    from fusebisect.runner.journal import JOURNAL_NAME, LOCK_NAME
+    # (.lock: the run holds it open for its whole length; a production file there would replace the lock)
+    own = [home / n for n in (JOURNAL_NAME, "result.json", "report.html", "report.md", LOCK_NAME)]
     if where in own or where.is_relative_to(home / "trials") or where.is_relative_to(home / "previous"):
         raise UsageError(f"--output {opts.output}: that is the run's own {where.name} in --workdir")
     for kept in ("switch", "repro"):   # the runs' switch files, which the repro commands feed to the job
