@@ -35,6 +35,8 @@ M = "loss ([0-9.]+)"
     (["-o", "{tmp}/w"], "--output {tmp}/w: that is the --workdir; the production switch file needs a file path"),
     # the lock of a --workdir the run has yet to create
     (["-o", "{tmp}/w/.lock"], "--output {tmp}/w/.lock: that is the run's own .lock in --workdir"),
+    # a directory inside a --workdir the run has yet to create: the run creates the workdir only
+    (["-o", "{tmp}/w/sub/x.cfg"], "--output: directory {tmp}/w/sub does not exist"),
     (["--workdir", ""], "--workdir: empty path"),
     (["--workdir", "/proc/fb/w"], "--workdir: cannot create /proc/fb/w in /proc ("),
     (["--workdir", "{tmp}/dangling"], "--workdir: {tmp}/dangling is a symbolic link to {tmp}/gone/w, which does not exist"),
@@ -171,3 +173,21 @@ def test_the_production_file_is_never_the_workdirs_lock(capsys, tmp_path, monkey
         assert rc == 2 and err.count("\n") == 1, err
         assert f"--output {out}: that is the run's own .lock in --workdir" in err, err
     assert (work / ".lock").read_text() == lock and (work / "journal.jsonl").read_text() == journal
+
+
+@pytest.mark.parametrize("name", ["fusion_switch.cfg", "prod.cfg"])
+def test_an_output_in_the_workdir_the_run_creates_is_accepted(name, capsys, tmp_path, monkeypatch):
+    """-o WORKDIR/NAME before the workdir exists (WORKDIR/fusion_switch.cfg is the default -o): the run creates
+    the workdir, so the first run is not refused for a directory that does not exist yet (it was, and accepted
+    once the workdir existed), and the production file is written there."""
+    monkeypatch.chdir(tmp_path)
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    work = tmp_path / "new" / "w"   # (its parent is missing too: the run creates both)
+    out = work / name
+    rc = main(["-q", "run", "--json", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work), "-o",
+               str(out), "--", "bash", str(job)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert json.loads(cap.out)["switch_file"] == str(out)
+    assert json.loads(out.read_text()) == {"Switch": {"GraphFusion": {"GeluFusionPass": "off"}}}

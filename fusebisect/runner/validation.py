@@ -206,7 +206,8 @@ def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
 
 def check_paths(opts: "RunOptions", workdir: Path) -> None:
     """--workdir must be a directory (or not exist yet); the production switch file's target must not be a
-    directory, nor anything the run reads or keeps, and its directory must exist. Raises UsageError."""
+    directory, nor anything the run reads or keeps, and its directory must exist or be the --workdir, which the
+    run creates. Raises UsageError."""
     home = resolved_path(workdir, "--workdir")
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"--workdir: {workdir} exists and is not a directory")
@@ -237,9 +238,11 @@ def check_paths(opts: "RunOptions", workdir: Path) -> None:
     parent = where.parent
     if opts.output is not None:
         _output_clashes(opts, home, where)
-        if not parent.is_dir():
-            raise UsageError(f"--output: directory {parent} does not exist")
-        probe_writable(parent, "--output")
+        # -o in the --workdir the run is about to create (where the default -o goes) was probed with it above
+        if parent != home or workdir.exists():
+            if not parent.is_dir():
+                raise UsageError(f"--output: directory {parent} does not exist")
+            probe_writable(parent, "--output")
     if where.is_file() and not _written_here(workdir, where):
         # a file of the user's is kept as NAME.bak (or .bak.N) before it is replaced (the run's own file from an
         # earlier run in this workdir is not: a resume keeps it, --fresh moves it aside)
