@@ -513,3 +513,28 @@ def test_the_run_count_target_under_repeat_is_put_in_runs_everywhere_it_is_print
         assert f"{j['executions']} executions (run-count {said})" in (work / name).read_text(), name
     assert main(["report", str(work)]) == 0
     assert f"executions: {j['executions']} (run-count {said})" in " ".join(capsys.readouterr().out.split())
+
+
+REVERSE_JOB = textwrap.dedent("""\
+    import json, os, subprocess, sys
+    off = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].get("GraphFusion", {}).get("GeluFusionPass") == "off"
+    sys.exit(subprocess.call([sys.executable, "-m", "fusebisect.sim", "train", "--dump-step", "0",
+                              *(["--faulty", "AReduceMeanFusionPass"] if off else [])]))
+    """)
+
+
+def test_dumps_beside_an_absolute_oracle_step_aside_when_the_reference_is_bad(capsys, tmp_path):
+    """The job breaks only while GeluFusionPass is OFF: the all-off reference is BAD by --metric --expect, and
+    --dumps, which compares every run with that run's dumps, cannot judge (the baseline waited for a reference
+    that never came, and the search ended inconclusive). The metric judges alone, with a note saying so."""
+    job = tmp_path / "reverse.py"
+    job.write_text(REVERSE_JOB)
+    good = _run(capsys, "--metric", r"loss ([0-9.]+)", "--rules", "GeluFusionPass,LayerNormFusionPass",
+                "--workdir", str(tmp_path / "probe"), "--", sys.executable, str(job))[1]
+    expect = next(t["metric"] for t in good["trials"] if not t["config_off"])   # the healthy baseline's loss
+    rc, j, err = _run(capsys, "--dumps", "--metric", r"loss ([0-9.]+)", "--expect", str(expect), "--rtol", "1e-4",
+                      "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job))
+    assert rc == 0 and [(c["rules"], c["direction"]) for c in j["culprits"]] == [(["GeluFusionPass"], "off")], \
+        j["message"]
+    assert any(n.startswith("--dumps was set aside") for n in j["notes"])
+

@@ -289,13 +289,14 @@ class Judge:
         return m
 
     def judge(self, m: Measurement, *, reference: Measurement | None, is_reference: bool,
-              paths: TrialPaths | None = None, reference_paths: TrialPaths | None = None) -> Verdict:
+              paths: TrialPaths | None = None, reference_paths: TrialPaths | None = None,
+              dumps: bool = True) -> Verdict:
         """Return the verdict of measurement ``m``.
 
         ``reference`` is the reference run's measurement (None when there is none yet or it was invalid);
         ``is_reference`` marks the reference run itself, which is good by definition for relative oracles.
         Returns outcome PENDING-unknown when a reference is needed and not given. Raises RunAborted when the
-        check command exited outside 0-127."""
+        check command exited outside 0-127. ``dumps`` False: the dump comparison is left out (set aside)."""
         if m.timed_out:   # the job's, or (the job having exited 0) its --check's
             return Verdict(INVALID, "--check timed out" if self.check is not None and m.exit_code == 0 else "timeout")
         if self.exit_status_only:
@@ -324,7 +325,7 @@ class Judge:
             verdicts.append(Verdict(outcome, f"check {reason}" if reason else ""))
         if self.metric is not None:
             verdicts.append(self._judge_metric(m, reference, is_reference))
-        if self.dumps is not None:
+        if self.dumps is not None and dumps:
             verdicts.append(self._judge_dumps(paths, reference_paths, is_reference))
         return combine(verdicts)
 

@@ -398,6 +398,7 @@ class Session:
         self._rechecks: dict[str, TrialRecord] = {}
         self._ran_on: dict[int, str] = {}   # run -> the device its job ran on, when its check ran on another slot
         self._journaled_executed: set[int] = set()   # runs with an ``executed`` record in the journal
+        self._dumps_aside_said = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -472,6 +473,15 @@ class Session:
             if rec.off == self.all_off and rec.role != "verify" and rec.outcome == GOOD:
                 return rec
         return None
+
+    def dumps_set_aside(self) -> bool:
+        """True when --dumps cannot judge: it compares every run with the all-candidates-off reference, and next
+        to an oracle of its own (--check, or --metric with --expect) that reference run was BAD (a rule bad while
+        turned off breaks it): the other oracle then judges alone."""
+        j = self.judge
+        if j.dumps is None or not (j.check is not None or (j.metric is not None and j.metric.expect is not None)):
+            return False
+        return any(r.outcome == BAD and not r.ignored for r in self._gate_runs(self.all_off))
 
     def _gate_runs(self, off: frozenset[str]) -> list[TrialRecord]:
         """The runs of gate configuration ``off`` (nothing off: the baseline; all off: the reference) made for
@@ -804,7 +814,8 @@ class Session:
         is_ref = rec.off == self.all_off and not rec.on and (first is None or first is rec)
         ref = None if is_ref else first
         verdict = self.judge.judge(rec.measurement, reference=ref.measurement if ref else None, is_reference=is_ref,
-                                   paths=rec.paths, reference_paths=ref.paths if ref else None)
+                                   paths=rec.paths, reference_paths=ref.paths if ref else None,
+                                   dumps=not self.dumps_set_aside())
         outcome, reason = verdict.outcome, verdict.reason
         if rec.ignored:
             outcome, reason = INVALID, "switch ignored: " + ", ".join(rec.ignored)
@@ -874,6 +885,12 @@ class Session:
             if newly and len(newly) < len(self.candidates):
                 self.exclude(newly, SWITCH_IGNORED)
         if rec.off == self.all_off and rec.outcome == GOOD:
+            self._settle_pending()
+        elif rec.off == self.all_off and rec.outcome == BAD and self.dumps_set_aside():
+            if not self._dumps_aside_said:
+                self._dumps_aside_said = True
+                self.progress.log("the all-candidates-off reference is BAD: its dumps are no reference, so --dumps "
+                                  "is set aside and the other oracle judges alone")
             self._settle_pending()
         if announce:
             self.announce(rec)
@@ -1522,6 +1539,10 @@ class Session:
         ended at the gates without the engine (see :meth:`gate_stop`), an inconclusive verdict."""
         from fusebisect.runner.result import build_run_json
 
+        if self.dumps_set_aside():
+            self.notes.append("--dumps was set aside: the all-candidates-off reference run was BAD by "
+                              f"{'--check' if self.judge.check is not None else '--metric --expect'}, and --dumps "
+                              "compares every run with that run's dumps; the other oracle judged alone")
         if stop is not None:
             from fusebisect.search.model import SearchResult, theoretical_bound
 
