@@ -194,7 +194,7 @@ def test_report_never_writes_over_the_runs_own_files_and_names_a_bad_journal_fie
     text = (edited / "journal.jsonl").read_text()
     (edited / "journal.jsonl").write_text(re.sub(r'"index": *3,', '"index": "x",', text, count=1))
     assert main(["report", str(edited), "--html", str(tmp_path / "r.html")]) == 2
-    assert "a record has a field of the wrong type" in capsys.readouterr().err
+    assert "'index' must be a run number (a positive integer), not 'x'" in capsys.readouterr().err
 
 
 def test_markdown_cells_hold_data_as_text_and_every_report_shows_confidence_alike():
@@ -228,7 +228,7 @@ def test_report_names_a_damaged_journal_and_hand_edits_that_change_its_meaning(d
     records = [json.loads(line) for line in (demo_dumps / "journal.jsonl").read_text().splitlines()]
     records = [r for r in records if r["event"] not in ("result", "verdict")]
     for edit, why in ((lambda rs: rs[0].update(candidates="abc"), "candidates is not a list of rule names"),
-                      (lambda rs: rs.insert(2, {"event": "trial"}), "a trial record has no run number")):
+                      (lambda rs: rs.insert(2, {"event": "trial"}), "'index' must be a run number (a positive integer), not None")):
         edited = tmp_path / f"edited{len(why)}"
         edited.mkdir()
         copy = [dict(r) for r in records]

@@ -13,7 +13,7 @@ def test_append_and_load(tmp_path):
     j = Journal(tmp_path / "w" / "journal.jsonl")
     assert j.load() == [] and not j.exists()
     j.append({"event": "start", "command": ["x"]})
-    j.append({"event": "trial", "metric": encode_float(float("nan"))})
+    j.append({"event": "trial", "index": 1, "metric": encode_float(float("nan"))})
     recs = j.load()
     assert [r["event"] for r in recs] == ["start", "trial"]
     assert recs[1]["metric"] == "nan"
@@ -62,6 +62,8 @@ def test_corruption_in_the_middle_is_an_error(tmp_path):
     for line, message in (('{"event": "trial", "index": 1, "off": [1, 2]}', "'off' must be a list of rule names"),
                           ('{"event": "trial", "index": 1, "outcome": "weird"}', "'outcome' must be one of"),
                           ('{"event": "result", "culprits": "x"}', "'culprits' must be a list"),
+                          ('{"event": "executed", "index": "x"}', "'index' must be a run number"),
+                          ('{"event": "verdict", "index": 0}', "'index' must be a run number"),
                           ('{"event": "start", "command": "python x"}', "'command' must be a list of strings")):
         path.write_text('{"event": "start"}\n' + line + "\n")
         with pytest.raises(JournalError, match=f"line 2: {message}"):

@@ -236,7 +236,10 @@ def _field_problem(record: dict) -> str | None:
     if event == "start":
         if not _names(record.get("command")):
             return "'command' must be a list of strings"
-    elif event in ("trial", "executed"):
+    elif event in ("trial", "executed", "verdict"):
+        index = record.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 1:
+            return f"'index' must be a run number (a positive integer), not {index!r}"
         for key in ("off", "on", "ignored"):
             if not _names(record.get(key)):
                 return f"'{key}' must be a list of rule names"
