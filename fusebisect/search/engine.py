@@ -886,7 +886,7 @@ class Search:
         found = self._found
         if not found:
             if self._stuck:
-                # the first 8 by name, and how many more: the count alone says how far the search got
+                # the first 8 named, and how many more: the count alone says how far the search got
                 names = ", ".join([self.candidates[i] for i in self._stuck[:8]]
                                   + ([f"+{len(self._stuck) - 8} more"] if len(self._stuck) > 8 else []))
                 return self._result("inconclusive", [], f"Too many invalid runs to separate the last "
