@@ -488,7 +488,7 @@ def test_a_model_only_one_run_dumped_makes_the_run_invalid(capsys, tmp_path, mon
     rc, j, err = _run(capsys, "--dumps", "--rules", "GeluFusionPass,MulAddFusionPass", "--workdir",
                       str(tmp_path / "w"), "--", sys.executable, str(job))
     with_eval = [t for t in j["trials"] if "MulAddFusionPass" not in t["config_off"]]
-    assert with_eval and all(t["outcome"] == "invalid" and "this run alone dumped model(s) sim_eval_graph"
+    assert with_eval and all(t["outcome"] == "invalid" and "this run alone dumped model sim_eval_graph"
                              in t["reason"] for t in with_eval), j["trials"]
 
 
@@ -537,4 +537,67 @@ def test_dumps_beside_an_absolute_oracle_step_aside_when_the_reference_is_bad(ca
     assert rc == 0 and [(c["rules"], c["direction"]) for c in j["culprits"]] == [(["GeluFusionPass"], "off")], \
         j["message"]
     assert any(n.startswith("--dumps was set aside") for n in j["notes"])
+
+
+LEAVES_JOB = textwrap.dedent("""\
+    # Each entry of the JSON argument is one simulated run, its dumps moved to <dump>/<time>/<device>/<model>/<id>/
+    # <step>/ and its graph to graph/pid_<n>_deviceid_<device>/: ranks, models and steps of one job. An entry can be
+    # left out while a rule is off ("skip_if_off") or on ("only_if_off"), and one step's dump cut to its first
+    # "keep" files unless "cut_if_on" is off (a dump that stopped early).
+    import json, os, re, shutil, subprocess, sys, tempfile, time
+    from pathlib import Path
+    spec = json.loads(sys.argv[1])
+    dump, graphs = Path(os.environ["FUSEBISECT_DUMP_DIR"]), Path(os.environ["DUMP_GRAPH_PATH"])
+    text = Path(os.environ["FUSEBISECT_SWITCH_FILE"]).read_text()
+    off = lambda r: bool(re.search('"%s": *"off"' % r, text))
+    stamp = time.strftime("%Y%m%d%H%M%S")
+    tmp = Path(tempfile.mkdtemp(dir=os.environ["FUSEBISECT_TRIAL_DIR"]))
+    for n, m in enumerate(spec):
+        if (m.get("skip_if_off") and off(m["skip_if_off"])) or (m.get("only_if_off") and not off(m["only_if_off"])):
+            continue
+        dev, mid, t = str(m.get("device", 0)), str(m.get("id", 1)), tmp / str(n)
+        argv = [sys.executable, "-m", "fusebisect.sim", "train", "--dump-path", str(t / "dump"), "--steps", "3",
+                "--dump-step", m.get("steps", "0"), "--fusion-switch-file", os.environ["FUSEBISECT_SWITCH_FILE"]]
+        out = subprocess.run(argv + (["--faulty", m["faulty"]] if m.get("faulty") else []), capture_output=True,
+                             text=True, check=True, env=dict(os.environ, DUMP_GRAPH_PATH=str(t / "graph"),
+                                                             ASCEND_WORK_PATH=str(t))).stdout
+        if n == 0:
+            sys.stdout.write(out)
+            shutil.copy(t / "fusion_result.json", os.environ["ASCEND_WORK_PATH"])
+        for leaf in (t / "dump").glob("*/0/sim_train_graph/1/*"):
+            dest = dump / stamp / dev / m["model"] / mid / leaf.name
+            dest.mkdir(parents=True, exist_ok=True)
+            files = sorted(leaf.iterdir(), key=lambda f: int(f.name.split(".")[-1]))
+            if m.get("cut_step") == leaf.name and not off(m.get("cut_if_on", "-")):
+                files = files[:3]
+            for f in files:
+                shutil.move(str(f), str(dest / f.name))
+        for g in (t / "graph").glob("*/*Build.txt"):
+            d = graphs / f"pid_{1000 + n}_deviceid_{dev}"
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"ge_proto_{n:08d}_graph_{mid}_Build.txt").write_text(g.read_text().replace("sim_train_graph", m["model"]))
+    shutil.rmtree(tmp)
+    """)
+
+
+@pytest.mark.parametrize("spec, expect", [
+    # the fault on rank 1 only: every rank both runs dumped is compared, not the lowest device alone
+    ([{"model": "net", "device": 0}, {"model": "net", "device": 1, "faulty": "LayerNormFusionPass"}],
+     ("found", "(device 1)")),
+    # no fault; the job dumps net_a while GeluFusionPass is on and net_b while it is off: never compared across
+    ([{"model": "net_a", "skip_if_off": "GeluFusionPass"}, {"model": "net_b", "id": 2, "only_if_off": "GeluFusionPass"}],
+     ("inconclusive", "nothing in common to compare")),
+    # the latest of two steps stops after three files while MatMulBiasAddFusionPass is on: cut short, whatever the
+    # earlier step holds of the same op names
+    ([{"model": "net", "steps": "0,1", "faulty": "LogSoftmaxFusionPass", "cut_step": "1",
+       "cut_if_on": "MatMulBiasAddFusionPass"}], ("inconclusive", "have no dump here")),
+])
+def test_dumps_oracle_compares_each_rank_and_model_leaf_for_leaf(capsys, tmp_path, spec, expect):
+    job = tmp_path / "leaves.py"
+    job.write_text(LEAVES_JOB)
+    rc, j, err = _run(capsys, "--dumps", "--rules", "GeluFusionPass,LayerNormFusionPass,MatMulBiasAddFusionPass",
+                      "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job), json.dumps(spec))
+    status, reason = expect
+    assert j["status"] == status, j["message"]
+    assert any(reason in (t.get("reason") or "") for t in j["trials"]), [t.get("reason") for t in j["trials"]]
 

@@ -101,7 +101,9 @@ class CompareReport:
     # (run --dumps) graph ops one trial did not dump though the other did: {"run": [...], "reference": [...]}
     cut_short: dict = field(default_factory=dict)
     graphs: tuple = (None, None)   # the graphs the comparison used (my side, golden side), after graph_for
-    model: str | None = None       # (run --dumps) the model compared, when the dumps hold several
+    # the op names (lookup spelling) each side's compared leaf dumped (one device, model and iteration)
+    dumped: tuple = (frozenset(), frozenset())
+    leaf: str = ""   # (run --dumps) which of several leaves was compared ("device 1, model eval"), when several
 
     @property
     def unreadable(self) -> list[dict]:
@@ -121,12 +123,21 @@ def tree_model(tree) -> str | None:
     return next(iter(names)) if len(names) == 1 else None
 
 
-def graph_for(graph, dumped, side: str, notes: list[str], model: str | None = None):
+def tree_device(tree) -> str | None:
+    """The device of a dump tree's leaf directory, when its dumps name exactly one; else None."""
+    if tree is None:
+        return None
+    devices = {e.device for e in tree.entries}
+    return next(iter(devices)) if len(devices) == 1 else None
+
+
+def graph_for(graph, dumped, side: str, notes: list[str], model: str | None = None, device: str | None = None):
     """The graph of one side, for both engines, from what :func:`graph_input` gave (None, a Graph, or a GraphSet).
     A directory of several Build graphs is merged (a job's graph_1, graph_2, ...), except when they share op names
     (a train and an eval graph, or a recompile): merged, the later one would stand for ops of the other. Then the
     graph the dumps' model directory names (``model``) is used, else the one that holds the most of ``dumped``
-    (the dump files' op names), then the later file (a recompile), with a note. One file holding several
+    (the dump files' op names), then the later file (a recompile), with a note; among graphs alike, one in the
+    dumps' device's folder (``pid_*_deviceid_<device>``: each rank dumps its own) first. One file holding several
     GraphDefs that share op names is cut to the one ``model`` names the same way (an op's fusion passes are those
     of the graph that ran it)."""
     from fusebisect.compare.graph import GraphSet
@@ -142,7 +153,8 @@ def graph_for(graph, dumped, side: str, notes: list[str], model: str | None = No
     covered = [len(n & dumped) for n in names]
     undumped = [len(n - dumped) for n in names]   # an eval graph of unfused ops names ops never dumped
     named = [bool(model) and model in g.graph_names for _f, g in each]
-    best = max(range(len(each)), key=lambda i: (named[i], covered[i], -undumped[i], i))
+    own = [device is not None and any(part.endswith(f"deviceid_{device}") for part in f.parts) for f, _g in each]
+    best = max(range(len(each)), key=lambda i: (named[i], own[i], covered[i], -undumped[i], i))
     if not named[best] and covered[best] < len({mp.lookup_name(o.name) for o in merged.ops} & dumped):
         return merged
 
@@ -214,21 +226,23 @@ def graph_names(graph) -> frozenset | None:
 
 
 def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: str = "latest",
-                  prefer: tuple = (None, None), model: str | None = None) -> ChosenInputs:
+                  prefer: tuple = (None, None), model: str | None = None,
+                  device: str | None = None) -> ChosenInputs:
     """Scan both sides and keep what is compared: one (device, model, iteration) leaf of each dump tree
     (``tree.one_leaf``), or of a golden .npy directory the newest (``leaf`` 'earliest': oldest) file of each
-    output; with notes for what was left out (files that are no op dumps, other steps). ``model``: only the
-    dumps of that model (its :func:`~fusebisect.compare.tree.model_key`) take part. Raises DumpFormatError for a
-    golden spread over several directories."""
+    output; with notes for what was left out (files that are no op dumps, other steps). ``model``/``device``:
+    only the dumps of that model (its :func:`~fusebisect.compare.tree.model_key`) and device take part. Raises
+    DumpFormatError for a golden spread over several directories."""
     from fusebisect.compare.tree import is_golden_dir, model_key, one_leaf, scan_dumps, scan_golden
 
     my_tree = scan_dumps(my_path)
     golden_npy = is_golden_dir(golden_path) or (golden_path.is_file() and golden_path.name.endswith(".npy"))
     golden_tree = None if golden_npy else scan_dumps(golden_path)
-    if model is not None:
+    if model is not None or device is not None:
         for tree in (my_tree, golden_tree):
             if tree is not None:
-                tree.entries = [e for e in tree.entries if model_key(e.model_name) == model]
+                tree.entries = [e for e in tree.entries if (model is None or model_key(e.model_name) == model)
+                                and (device is None or e.device == device)]
     iterations = {e.iteration for e in my_tree.entries}
     my_tree, golden_tree, notes = one_leaf(my_tree, golden_tree, earliest=leaf == "earliest", prefer=prefer)
     for tree in (my_tree, golden_tree):   # what was found but is no op dump is said, not silently dropped
@@ -264,7 +278,8 @@ def choose_inputs(my_path: Path, golden_path: Path, *, with_graph: bool, leaf: s
 def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: Sequence[str] | None = None,
                   cosine: float = 0.99, max_abs_error: float | None = None, op: str | None = None,
                   jobs: int | None = 1, ffts_direct: bool = False, leaf: str = "latest",
-                  same_ops_directly: bool = False, model: str | None = None) -> CompareReport:
+                  same_ops_directly: bool = False, model: str | None = None,
+                  device: str | None = None) -> CompareReport:
     """Compares my dump against the golden data, msaccucmp style.
 
     ``my``: any dump location ``scan_dumps`` accepts. ``golden``: a golden ``.npy`` directory or a dump location.
@@ -277,8 +292,8 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     (fused vs unfused only; not msaccucmp's way): an op both graphs hold, same name, type and fusion (the same
     pass names, or none), is compared one to one with its namesake, inputs with inputs and outputs with outputs, rather than
     through its original ops; msaccucmp compares a Cast's fp16 output with the fp32 tensor before the Cast,
-    whose rounding error is no divergence between two runs (the run oracle's case). ``model``: compare only the
-    dumps of that model (a train and an eval graph dumped side by side are compared one at a time). Returns a
+    whose rounding error is no divergence between two runs (the run oracle's case). ``model``, ``device``: compare
+    only the dumps of that model and device (a train and an eval graph, or two ranks, one at a time). Returns a
     :class:`CompareReport`. Raises DumpFormatError/GraphFormatError for unreadable inputs, UsageError for
     impossible combinations (my side is .npy).
     """
@@ -298,7 +313,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     with_graph = my_graph is not None
     my_graph, golden_graph = graph_input(my_graph), graph_input(golden_graph)
     chosen = choose_inputs(my_path, golden_path, with_graph=with_graph, leaf=leaf,
-                           prefer=(graph_names(my_graph), graph_names(golden_graph)), model=model)
+                           prefer=(graph_names(my_graph), graph_names(golden_graph)), model=model, device=device)
     my_tree, golden_tree, golden_npy, leaf_notes = chosen.my, chosen.golden, chosen.golden_npy, chosen.notes
     my_index = mp.index_tree(my_tree, graph=with_graph, direct=ffts_direct)
     if not my_index.files:
@@ -310,8 +325,9 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         if not golden_index.files:
             raise DumpFormatError(f"no op dump files and no golden .npy files found in {golden_path}")
     graph_notes: list[str] = []
-    my_g = graph_for(my_graph, set(my_index.files), "my", graph_notes, tree_model(my_tree))
-    golden_g = graph_for(golden_graph, set(golden_index.files), "golden", graph_notes, tree_model(golden_tree))
+    my_g = graph_for(my_graph, set(my_index.files), "my", graph_notes, tree_model(my_tree), tree_device(my_tree))
+    golden_g = graph_for(golden_graph, set(golden_index.files), "golden", graph_notes, tree_model(golden_tree),
+                         tree_device(golden_tree))
     ctx = _Context(algorithms, my_index, golden_index, golden_npy, jobs=max(1, int(jobs)) if jobs else 1)
     ctx.notes.extend(leaf_notes + graph_notes)
     ctx.my_address = not _dir_has_npy(my_path)
@@ -370,6 +386,7 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
     report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
     report.graphs = (my_g, golden_g)
+    report.dumped = (_dumped_names(my_tree), _dumped_names(golden_tree))
     report.first_divergence = first_divergence(report, cosine=cosine, max_abs_error=max_abs_error)
     if report.first_divergence is not None:
         blame_producer(report.first_divergence, report.rows, my_g)
@@ -383,6 +400,13 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
                             "fused op is compared with the golden of the op it is named after, which computes less: "
                             "give --my-graph to map fused ops to their original ops")
     return report
+
+
+def _dumped_names(tree) -> frozenset[str]:
+    """The op names (lookup spelling) a chosen dump tree holds (Opdebug records left out); empty for None."""
+    if tree is None:
+        return frozenset()
+    return frozenset(mp.dump_file_spelling(e.op_name) for e in tree.entries if e.op_type != "Opdebug")
 
 
 def blame_producer(fd: dict, rows: list[CompareRow], graph) -> None:

@@ -125,7 +125,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
     """
-    from fusebisect.compare.engine import choose_inputs, graph_for, graph_input, graph_names, tree_model
+    from fusebisect.compare.engine import (choose_inputs, graph_for, graph_input, graph_names, tree_device,
+                                           tree_model)
     from fusebisect.compare.graph import write_atc_json
 
     script = find_msaccucmp(script)
@@ -151,12 +152,13 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         graph_notes: list[str] = []   # the graphs the native engine would use (a train/eval directory: one)
         if my_graph is not None:
             dumped = set(mp.index_tree(my_tree, graph=True, direct=ffts_direct).files)
-            graph = graph_for(my_graph, dumped, "my", graph_notes, tree_model(my_tree))
+            graph = graph_for(my_graph, dumped, "my", graph_notes, tree_model(my_tree), tree_device(my_tree))
             argv += ["-f", str(write_atc_json(graph, work / "my_graph.json"))]
         if golden_graph is not None:
             dumped = set() if chosen.golden_npy else set(mp.index_tree(golden_tree, graph=True,
                                                                        direct=ffts_direct).files)
-            close = graph_for(golden_graph, dumped, "golden", graph_notes, tree_model(golden_tree))
+            close = graph_for(golden_graph, dumped, "golden", graph_notes, tree_model(golden_tree),
+                              tree_device(golden_tree))
             argv += ["-cf", str(write_atc_json(close, work / "golden_graph.json"))]
         if algorithms:
             argv += ["-alg", ",".join(algorithms)]

@@ -390,31 +390,33 @@ class Judge:
                 return Verdict(INVALID, f"the all-candidates-off reference run wrote no dumps "
                                         f"({reference_paths.dump_dir}): nothing to compare with")
             return Verdict(INVALID, "no dumps in the trial dir")
-        several = len(comparison.reports) > 1
         report = comparison.deciding
+        if report is None:
+            return Verdict(INVALID, f"dumps: this run dumped {'; '.join(comparison.only_run)} and the reference run "
+                           f"{'; '.join(comparison.only_reference)}: nothing in common to compare")
         summary = summarize_dumps(report)
         first = report.first_divergence
         if first:   # (the first model, in execution order, whose dumps diverge)
             where = first.get("op") or first.get("my_op") or first
-            return Verdict(BAD, f"dumps diverge at {where}" + (f" (model {report.model})" if several else ""),
+            return Verdict(BAD, f"dumps diverge at {where}" + (f" ({report.leaf})" if report.leaf else ""),
                            summary)
         if comparison.only_run or comparison.only_reference:
             # a model one run dumped and the other did not: its tensors were never compared
             side, models = (("this run", comparison.only_run) if comparison.only_run
                             else ("the reference run", comparison.only_reference))
-            return Verdict(INVALID, f"dumps: {side} alone dumped model(s) {', '.join(map(str, models))}: their "
-                           "tensors were not compared", summary)
+            return Verdict(INVALID, f"dumps: {side} alone dumped {'; '.join(models)}: those tensors were not "
+                           "compared", summary)
         for report in comparison.reports:
-            verdict = _unjudged(report, several)
+            verdict = _unjudged(report)
             if verdict is not None:
                 return Verdict(INVALID, verdict, summary)
         return Verdict(GOOD, "", summary)
 
 
-def _unjudged(report, several: bool) -> str | None:
+def _unjudged(report) -> str | None:
     """Why a comparison that found no divergence cannot call the run GOOD (tensors that were never compared), or
     None when every tensor was."""
-    model = f"model {report.model}: " if several else ""
+    model = f"{report.leaf}: " if report.leaf else ""
     if not any(row.compared for row in report.rows):
         # nothing was compared: calling the run GOOD would clear every rule it left on
         first = next((row.fail_reason for row in report.rows if row.fail_reason), "")
@@ -488,26 +490,28 @@ def _reference_graph(graph_dir: Path):
 
 @dataclass
 class TrialComparison:
-    """A trial's dumps compared with the reference run's: one report per model both runs dumped (a train and an
-    eval graph are compared one at a time, each with its own graph), in the order the models first ran."""
+    """A trial's dumps compared with the reference run's: one report per (device, model) both runs dumped (a train
+    and an eval graph, or two ranks, are compared one at a time, each with its own graph), in the order they
+    first ran."""
 
-    reports: list            # CompareReport per model
-    only_run: list            # models this run dumped that the reference run did not (their tensors not compared)
-    only_reference: list      # models the reference run dumped that this run did not
+    reports: list            # CompareReport per (device, model)
+    only_run: list            # "device D, model M" this run dumped and the reference run did not (not compared)
+    only_reference: list      # the same, dumped by the reference run and not by this run
 
     @property
     def deciding(self):
-        """The report of the first model (in execution order) whose dumps diverge, else the first report."""
-        return next((r for r in self.reports if r.first_divergence), self.reports[0])
+        """The report of the first leaf (in execution order) whose dumps diverge, else the first report; None when
+        the runs dumped no (device, model) in common (nothing was compared)."""
+        return next((r for r in self.reports if r.first_divergence), self.reports[0] if self.reports else None)
 
 
 def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosine: float = 0.99,
                         max_abs_error: float | None = None, require_graphs: bool = False,
                         leaf: str = "latest") -> TrialComparison | None:
     """Compare a trial's dumps (my side) with the reference trial's (golden side), mapping fused ops through both
-    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`), every model both dumped (each
-    its own comparison); ``leaf`` picks the iteration when several were dumped ('latest', or 'earliest').
-    Returns a :class:`TrialComparison`, or None when either side has no dumps. Raises
+    trials' graphs, on the metrics the verdict uses (:data:`ORACLE_ALGORITHMS`): every (device, model) both
+    dumped, each its own comparison; ``leaf`` picks the iteration when several were dumped ('latest', or
+    'earliest'). Returns a :class:`TrialComparison`, or None when either side has no dumps. Raises
     DumpFormatError/GraphFormatError for unreadable inputs, and FusebisectError when ``require_graphs`` and either
     trial has no Build graph."""
     if not has_dumps(paths) or not has_dumps(reference_paths):
@@ -520,57 +524,51 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
         for graph, side in ((my_graph, paths), (golden_graph, reference_paths)):
             if graph is None:
                 raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
-    mine_models, their_models = _dumped_models(paths.dump_dir), _reference_models(reference_paths.dump_dir)
-    common = [m for m in mine_models if m in their_models]
-    # one model (or dumps of no known layout): the one comparison compare itself makes
-    models = common if len(common) > 1 else [None]
-    mine, theirs = _dumped_names(paths.dump_dir), _reference_names(reference_paths.dump_dir)
+    mine, theirs = _dumped_leaves(paths.dump_dir), _reference_leaves(reference_paths.dump_dir)
+    common = [k for k in mine if k in theirs]
+    devices = len({k[0] for k in mine + theirs}) > 1
+    models = len({k[1] for k in mine + theirs}) > 1
+
+    def text(key) -> str:
+        if key == (None, None):
+            return "dumps outside CANN's directory layout"
+        return ", ".join(([f"device {key[0]}"] if devices else []) + ([f"model {key[1]}"] if models else []))
+
+    if not common:   # other models or devices than the reference's: nothing to compare them with
+        return TrialComparison([], [text(k) for k in mine], [text(k) for k in theirs])
+    # one leaf each (or dumps of no known layout): the one comparison compare itself makes
+    keys = common if len(common) > 1 else [None]
     reports = []
-    for model in models:
+    for key in keys:
         report = compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph,
                                golden_graph=golden_graph, algorithms=ORACLE_ALGORITHMS, cosine=cosine,
-                               max_abs_error=max_abs_error, leaf=leaf, same_ops_directly=True, model=model)
-        report.model = model
+                               max_abs_error=max_abs_error, leaf=leaf, same_ops_directly=True,
+                               device=key[0] if key else None, model=key[1] if key else None)
+        report.leaf = text(key) if key else ""
         used_mine, used_theirs = report.graphs   # (the graph of each side the comparison chose)
-        report.cut_short = {"run": _undumped(used_mine, mine, theirs),
-                            "reference": _undumped(used_theirs, theirs, mine)}
-        if model is not None:
-            report.notes.append(f"model {model}: one of the {len(models)} models both runs dumped, each compared "
-                                "on its own")
+        dumped_mine, dumped_theirs = report.dumped   # (what the compared leaves hold: one step, model, device)
+        report.cut_short = {"run": _undumped(used_mine, dumped_mine, dumped_theirs),
+                            "reference": _undumped(used_theirs, dumped_theirs, dumped_mine)}
+        if key is not None:
+            report.notes.append(f"{text(key)}: one of the {len(keys)} dumped by both runs, each compared on its own")
         reports.append(report)
-    if not common:   # no model in common: compare's own pick (it notes that each side's own leaf was compared)
-        return TrialComparison(reports, [], [])
-    return TrialComparison(reports, [m for m in mine_models if m not in their_models],
-                           [m for m in their_models if m not in mine_models])
+    return TrialComparison(reports, [text(k) for k in mine if k not in theirs],
+                           [text(k) for k in theirs if k not in mine])
 
 
-def _dumped_models(dump_dir: Path) -> list:
-    """The models (:func:`~fusebisect.compare.tree.model_key`) of a trial's dumps, in the order they first ran, of
-    the dump_path's latest run."""
+def _dumped_leaves(dump_dir: Path) -> list:
+    """The (device, model) pairs (:func:`~fusebisect.compare.tree.model_key`) of a trial's dumps, in the order they
+    first ran, of the dump_path's latest run; [(None, None)] for dumps of no known layout."""
     from fusebisect.compare.tree import latest_run_only, model_key, scan_dumps
 
     tree = scan_dumps(dump_dir)
     latest_run_only(tree, dump_dir)
-    return list(dict.fromkeys(model_key(e.model_name) for e in tree.entries if e.op_type != "Opdebug"))
+    return list(dict.fromkeys((e.device, model_key(e.model_name)) for e in tree.entries if e.op_type != "Opdebug"))
 
 
 @functools.lru_cache(maxsize=2)
-def _reference_models(dump_dir: Path) -> list:
-    return _dumped_models(dump_dir)
-
-
-def _dumped_names(dump_dir: Path) -> frozenset[str]:
-    """The op names a trial's dumps hold (lookup spelling), any iteration."""
-    from fusebisect.compare.mapping import dump_file_spelling
-    from fusebisect.compare.tree import scan_dumps
-
-    return frozenset(dump_file_spelling(e.op_name) for e in scan_dumps(dump_dir).entries if e.op_type != "Opdebug")
-
-
-@functools.lru_cache(maxsize=2)
-def _reference_names(dump_dir: Path) -> frozenset[str]:
-    # the reference run's dumps no longer change once it has run (as its graph): scanned once, not once per trial
-    return _dumped_names(dump_dir)
+def _reference_leaves(dump_dir: Path) -> list:
+    return _dumped_leaves(dump_dir)
 
 
 def _undumped(graph, own: frozenset[str], other: frozenset[str]) -> list[str]:

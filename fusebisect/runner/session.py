@@ -1395,6 +1395,8 @@ class Session:
                                                          max_abs_error=self.opts.max_abs_error,
                                                          require_graphs=self.opts.graph_dump, leaf=leaf)
                 report = comparison.deciding if comparison is not None else None
+                if report is None:
+                    break
         except ImportError as exc:  # compare engine unavailable
             self.notes.append(f"no dump prior: {exc}")
             return
