@@ -677,9 +677,10 @@ class Session:
     # ------------------------------------------------------------------ one trial
 
     def execute(self, off: frozenset[str], role: str, device: str | None = None,
-                on: frozenset[str] = frozenset()) -> tuple[int, TrialPaths, ExecResult, Measurement | None]:
+                on: frozenset[str] = frozenset(), after_job=None) -> tuple[int, TrialPaths, ExecResult,
+                                                                           Measurement | None]:
         """Run CMD for configuration ``off`` (``on``: rules set explicitly on) and measure it (thread-safe; no
-        journaling, no judging)."""
+        judging). ``after_job(paths)`` is called once the job ran to its end, before it is measured."""
         with self._lock:
             kept = self._rechecks.pop(config_key(off, on), None)
         if kept is not None and kept.paths.stdout_path.is_file():
@@ -705,6 +706,8 @@ class Session:
             result = execution.run(self.registry)
         if result.interrupted:
             return index, paths, result, None
+        if after_job is not None:
+            after_job(paths)
         if kept is None:
             # the job ran to its end: journaled before it is judged, so that a kill -9 while its check (or the
             # dump comparison) runs leaves a resume that checks this output again instead of running the job again
@@ -1209,7 +1212,6 @@ class Session:
         """Settle the candidates: --rules, else the rules that fired in a baseline run, else the catalog's
         disableable rules. Returns the baseline record when one was run."""
         catalog = self.catalog
-        baseline = None
         if self.rule_names is not None:
             names = self.rule_names
             source = ("--rules" if not validation.rules_spec_is_file(self.opts.rules) else
@@ -1221,22 +1223,35 @@ class Session:
                                       + "; kept (--allow-unknown-rules), but a misspelt name switches nothing off")
         else:
             self.progress.log("running the baseline (default configuration) to see which rules fire")
-            index, paths, result, m = self.execute(frozenset(), "baseline", self.slots[0])
+
+            def settle(paths: TrialPaths) -> None:
+                # the job ran to its end: the rules it fired settle the candidates, and the journal begins, before
+                # the run is judged (an interrupted --check then leaves a run the resume checks again, not reruns)
+                fired = self.fired_in(paths)
+                names = sorted(fired)
+                for name, stat in fired.items():
+                    kind = getattr(stat, "kind", None)
+                    if kind:
+                        self.kinds[name] = kind
+                source = "the rules that fired in the baseline"
+                if not names:
+                    names = sorted(catalog.disableable())
+                    source = "the catalog's disableable rules (no fusion_result.json or graph dump in the baseline)"
+                self._settle_candidates(names, source)
+
+            index, paths, result, m = self.execute(frozenset(), "baseline", self.slots[0], after_job=settle)
             if m is None:
                 raise Interrupted("interrupted")
-            baseline = (index, paths, m)
-            fired = self.fired_in(paths)
-            names = sorted(fired)
-            for name, stat in fired.items():
-                kind = getattr(stat, "kind", None)
-                if kind:
-                    self.kinds[name] = kind
-            source = "the rules that fired in the baseline"
-            if not names:
-                names = sorted(catalog.disableable())
-                source = "the catalog's disableable rules (no fusion_result.json or graph dump in the baseline)"
+            return self.finish_trial(index, frozenset(), "baseline", paths, m, self.slots[0])
+        self._settle_candidates(names, source)
+        return None
+
+    def _settle_candidates(self, names: list[str], source: str) -> None:
+        """Keep the rules of ``names`` that a switch file can turn off as the candidates (the others go to
+        ``excluded``, with why), say so, and begin the journal. Raises UsageError when none is left."""
         from fusebisect.rules.switchfile import RULE_NAME_RE
 
+        catalog = self.catalog
         candidates = []
         for name in names:
             rule = catalog.get(name)
@@ -1259,10 +1274,6 @@ class Session:
         self.progress.log(f"{len(candidates)} candidate rules from {source}"
                           + (f"; {len(self.excluded)} excluded ({why})" if self.excluded else ""))
         self._write_start()
-        if baseline is not None:
-            index, paths, m = baseline
-            return self.finish_trial(index, frozenset(), "baseline", paths, m, self.slots[0])
-        return None
 
     def _make_engine(self, *, spent: bool = False):
         """The engine, rebuilt from the journal. ``spent``: the run budget is used up, so the engine gets no
