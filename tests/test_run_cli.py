@@ -919,6 +919,33 @@ def test_an_outlier_reference_does_not_make_every_candidate_a_culprit(capsys, tm
     assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
 
 
+def test_a_reference_that_disagrees_with_itself_never_makes_not_reproduced(capsys, tmp_path):
+    """The baseline reads like the first all-off run, so 'not reproduced' is checked by running the reference
+    again: it disagrees, and the third run sides with the first. Two of three agreeing is no ground for 'the job
+    is fine' when the reference itself flips: the search goes on in its noise-aware mode and finds the culprit
+    (the first and third all-off runs were the noisy ones)."""
+    job = tmp_path / "job.py"
+    count = tmp_path / "refcount"
+    job.write_text(textwrap.dedent(f'''
+        import json, os
+        off = set()
+        for sec in json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"]))["Switch"].values():
+            off |= {{k for k, v in sec.items() if v == "off"}}
+        bad = "MatMulBiasAddFusionPass" not in off
+        if len(off) == 5:   # the all-off reference: its first and third runs read bad
+            k = int(open({str(count)!r}).read()) + 1 if os.path.exists({str(count)!r}) else 1
+            open({str(count)!r}, "w").write(str(k))
+            bad = k in (1, 3)
+        print(f"loss {{1.5 if bad else 1.0}}")
+    '''))
+    assert main(["run", "--json", "--metric", r"loss ([0-9.]+)", "--rules", OUTLIER_RULES, "--no-graph-dump",
+                 "--workdir", str(tmp_path / "w"), "--", sys.executable, str(job)]) == 0
+    captured = capsys.readouterr()
+    j = json.loads(captured.out)
+    assert j["status"] == "found" and [c["rules"] for c in j["culprits"]] == [["MatMulBiasAddFusionPass"]]
+    assert "the search goes on in its noise-aware mode" in " ".join(captured.err.split())
+
+
 def test_an_outlier_reference_curve_ending_at_the_same_loss_is_not_kept_as_the_reference(capsys, tmp_path):
     """Curve mode: the first all-off run's curve is off in its middle but ends where the others do. The reference
     chosen from three runs must be one of the two whose curves agree, not the outlier (their last points tie)."""

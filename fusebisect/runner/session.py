@@ -618,7 +618,24 @@ class Session:
             return False
         self.run_one(self.all_off, "repeat")
         self._settle_reference(flaky=False)
+        if not self._rebuild and not self.opts.flaky and self._reference_disputed():
+            # the reference stayed, but its runs disagree: a verdict resting on it (the baseline matching it) is
+            # no better than the job's noise; the search starts again in its noise-aware mode, which weighs them
+            self.progress.log("the all-candidates-off runs disagree with each other: the search goes on in its "
+                              "noise-aware mode")
+            self._rebuild = True
         return self._rebuild
+
+    def _reference_disputed(self) -> bool:
+        """True when, under a relative metric oracle, some runs of the all-candidates-off configuration agree with
+        the reference within the tolerance and others do not: the job's noise reaches the reference itself. (When
+        none agrees, the reference cannot be reproduced at all: :meth:`_reference_noise` ends the search.)"""
+        runs = self._reference_runs()
+        ref = self.reference_record()
+        if not runs or ref not in runs:
+            return False
+        agree = [r for r in runs if r is not ref and self._metric_disagreement(r, ref) is None]
+        return bool(agree) and len(agree) < len(runs) - 1
 
     def _consensus_reference(self) -> TrialRecord | None:
         """The medoid (by metric) of the all-candidates-off runs that measured a finite metric, when there are
@@ -1283,7 +1300,8 @@ class Session:
         observed = sum(1 for kind, _ in events if kind == "observe")
         # runs already judged always count: a rerun with a lower --max-runs must not cut a finished search short
         cap = max(2, observed) if spent else None if self.opts.max_runs is None else max(self.opts.max_runs, observed)
-        kw = dict(flaky=self.opts.flaky, repeat=self.opts.repeat, workers=self.opts.workers,
+        kw = dict(flaky=self.opts.flaky or self._reference_disputed(), repeat=self.opts.repeat,
+                  workers=self.opts.workers,
                   confidence=self.opts.confidence, max_executions=cap, seed=self.opts.seed)
         if not events:
             return cls(self.candidates, **kw)
