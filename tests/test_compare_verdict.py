@@ -432,6 +432,25 @@ def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
     assert out["first_divergence"]["note"].endswith("is all zero and the other is not: cosine 0")
 
 
+def test_top_ranks_by_the_cosine_the_verdict_uses(tmp_path, capsys):
+    """--top N shows the N lowest-cosine rows: a tensor of zeros against a non-zero one ranks at cosine 0 and a
+    masked tensor at the cosine of its other elements, as the verdict takes them (msaccucmp's NaN cosine ranked
+    them last, so --top hid the worst tensors behind rows of cosine 1)."""
+    masked = X.copy()
+    masked[:, 3] = -np.inf
+    negated = -masked
+    negated[:, 3] = -np.inf
+    noisy = X + np.float32(0.3) * np.random.default_rng(5).standard_normal(X.shape).astype(np.float32)
+    my, gold = _pair(tmp_path, {"ok": X, "zeros": np.zeros_like(X), "neg": negated, "noisy": noisy},
+                     {"ok": X, "zeros": X, "neg": masked, "noisy": X})
+    assert main(["compare", str(my), str(gold), "--top", "2"]) == 1
+    shown = {line.split("│")[3].strip() for line in capsys.readouterr().out.splitlines() if line.count("│") > 3} - {""}
+    assert shown == {"neg:output:0", "zeros:output:0"}, shown
+    assert main(["compare", str(my), str(gold), "--top", "3"]) == 1
+    shown = {line.split("│")[3].strip() for line in capsys.readouterr().out.splitlines() if line.count("│") > 3} - {""}
+    assert shown == {"neg:output:0", "zeros:output:0", "noisy:output:0"}, shown
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
 def test_nan_and_zero_outputs_of_bf16_and_fp8_dumps_diverge_too(tmp_path, capsys, dtype):
     """bfloat16 (the usual training dtype) and fp8 are numpy kind 'V' (ml_dtypes): their NaN and their all-zero

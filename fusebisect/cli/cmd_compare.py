@@ -41,7 +41,8 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
     from rich.table import Table
     from rich.text import Text
 
-    from fusebisect.compare.engine import is_divergent, origin_text, suspect_rules, suspects_label
+    from fusebisect.compare.engine import (is_divergent, origin_text, suspect_rules, suspects_label,
+                                           verdict_cosine)
 
     console = common.out()
     rows = report.execution_order()
@@ -51,8 +52,9 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         table.add_column(col, overflow="fold")
     shown = rows
     if top is not None:
-        ranked = sorted(rows, key=lambda r: (-1.0 if r.nonfinite else r.cosine
-                                             if r.cosine is not None and not math.isnan(r.cosine) else 2.0))
+        # ranked by the cosine the verdict uses (a tensor of zeros against a non-zero one is 0, not msaccucmp's
+        # NaN); rows no verdict rests on a cosine for come last
+        ranked = sorted(rows, key=lambda r: (c if (c := verdict_cosine(r)) is not None else math.inf))
         keep = {id(r) for r in ranked[:top]}
         # the first divergence stays in the table whatever its cosine (a scalar, a max-abs-error verdict)
         keep |= {id(r) for r in rows if fd is not None and r.tensor == fd["tensor"] and r.my_op == fd["op"]}

@@ -535,6 +535,21 @@ def is_divergent(row: CompareRow, *, cosine: float = 0.99, max_abs_error: float 
     return False
 
 
+def verdict_cosine(row: CompareRow) -> float | None:
+    """The cosine the verdict uses for ``row`` (what ``--top`` ranks by): -inf when its NaN/Inf differ from the
+    golden's, ``finite_cosine`` where msaccucmp's cosine is NaN for finite reasons (0 for a tensor of zeros against
+    a non-zero one, the other elements' cosine when both hold the same NaN/Inf), else its cosine. None when no
+    verdict rests on a cosine: the row was not compared or not judged, or its cosine is NaN."""
+    if not row.compared or not row.judged:
+        return None
+    if row.nonfinite:
+        return -math.inf
+    if row.finite_cosine is not None:
+        return row.finite_cosine
+    cos = row.cosine
+    return None if cos is None or math.isnan(cos) else cos
+
+
 def nonfinite_note(nonfinite: int | None, finite_cosine: float | None, zero: str | None = None) -> str:
     """What a row's NaN metrics mean, for people (msaccucmp writes no reason for NaN/Inf): '' when nothing is NaN.
     ``zero``: 'mine' or 'golden' when that tensor alone is all zero (msaccucmp's cosine is then NaN)."""
