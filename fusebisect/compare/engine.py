@@ -345,17 +345,17 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     else:
         rule = mp.build_rule(my_g)
         ctx.originals = {o.name: list(o.original_op_names) if o.have_origin else [] for o in rule.op_list}
-        in_graph = {key for o in my_g.ops for key in (mp.lookup_name(o.name), mp.dump_file_spelling(o.name))}
-        stray = [key for key in my_index.files if key not in in_graph]
+        stray = not_in_graph(my_g, my_index.files)
         if stray:   # they are not compared; many of them means the graph is not this dump's
-            ctx.notes.append(f"{len(stray)} of {len(my_index.files)} op dumps have no op of that name in the graph "
-                             f"given for my side (first: {stray[0]}); they are not compared. Is the graph the one "
-                             f"of this dump?")
+            ctx.notes.append(not_in_graph_note(stray, len(my_index.files), "my"))
         if golden_npy:
             mode = "npu_vs_npy"
         else:
             mode = "fused_vs_unfused"
             close = mp.build_rule(golden_g) if golden_g is not None else _identity_rule(rule)
+            if golden_g is not None and (golden_stray := not_in_graph(golden_g, golden_index.files)):
+                # unused rather than left out of a verdict, but my ops' original ops are looked up in the wrong graph
+                ctx.notes.append(not_in_graph_note(golden_stray, len(golden_index.files), "golden"))
             if same_ops_directly and golden_g is not None:
                 ctx.golden_types = {o.name: (o.type, tuple(o.pass_names), o.ub_pass_name) for o in close.op_list}
             rule = mp.merge_close(rule, close)
@@ -400,6 +400,22 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
                             "fused op is compared with the golden of the op it is named after, which computes less: "
                             "give --my-graph to map fused ops to their original ops")
     return report
+
+
+def not_in_graph(graph, dumped) -> list[str]:
+    """Of ``dumped`` (op dump names as indexed, in order), those ``graph`` has no op of that name for."""
+    in_graph = {key for o in graph.ops for key in (mp.lookup_name(o.name), mp.dump_file_spelling(o.name))}
+    return [key for key in dumped if key not in in_graph]
+
+
+def not_in_graph_note(stray: list[str], dumps: int, side: str) -> str:
+    """The note for ``stray`` (:func:`not_in_graph`) of ``dumps`` op dumps of ``side`` ('my' or 'golden'): their
+    graph is likely another build's. Both engines say it alike."""
+    mine = side == "my"
+    return (f"{len(stray)} of {dumps} {'' if mine else 'golden '}op dumps have no op of that name in the graph given "
+            f"for {'my' if mine else 'the golden'} side (first: {stray[0]}); "
+            f"{'they are not compared' if mine else 'the original ops of my fused ops are looked up in it'}. "
+            "Is the graph the one of this dump?")
 
 
 def _dumped_names(tree) -> frozenset[str]:

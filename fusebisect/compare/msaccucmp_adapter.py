@@ -125,8 +125,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
     Raises UsageError if msaccucmp is not found, FusebisectError if it fails without writing a result CSV
     (its last log lines are in the message).
     """
-    from fusebisect.compare.engine import (choose_inputs, graph_for, graph_input, graph_names, tree_device,
-                                           tree_model)
+    from fusebisect.compare.engine import (choose_inputs, graph_for, graph_input, graph_names, not_in_graph,
+                                           not_in_graph_note, tree_device, tree_model)
     from fusebisect.compare.graph import write_atc_json
 
     script = find_msaccucmp(script)
@@ -150,16 +150,21 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
         argv = [sys.executable, str(script), "compare", "-m", str(my_flat), "-g", str(golden_flat)]
         graph = None
         graph_notes: list[str] = []   # the graphs the native engine would use (a train/eval directory: one)
+        stray: list[str] = []   # my op dumps the graph has no op for: msaccucmp leaves them out, as natively
         if my_graph is not None:
-            dumped = set(mp.index_tree(my_tree, graph=True, direct=ffts_direct).files)
-            graph = graph_for(my_graph, dumped, "my", graph_notes, tree_model(my_tree), tree_device(my_tree))
+            dumped = list(mp.index_tree(my_tree, graph=True, direct=ffts_direct).files)
+            graph = graph_for(my_graph, set(dumped), "my", graph_notes, tree_model(my_tree), tree_device(my_tree))
             argv += ["-f", str(write_atc_json(graph, work / "my_graph.json"))]
+            if stray := not_in_graph(graph, dumped):
+                graph_notes.append(not_in_graph_note(stray, len(dumped), "my"))
         if golden_graph is not None:
-            dumped = set() if chosen.golden_npy else set(mp.index_tree(golden_tree, graph=True,
-                                                                       direct=ffts_direct).files)
-            close = graph_for(golden_graph, dumped, "golden", graph_notes, tree_model(golden_tree),
+            dumped = [] if chosen.golden_npy else list(mp.index_tree(golden_tree, graph=True,
+                                                                     direct=ffts_direct).files)
+            close = graph_for(golden_graph, set(dumped), "golden", graph_notes, tree_model(golden_tree),
                               tree_device(golden_tree))
             argv += ["-cf", str(write_atc_json(close, work / "golden_graph.json"))]
+            if golden_stray := not_in_graph(close, dumped):
+                graph_notes.append(not_in_graph_note(golden_stray, len(dumped), "golden"))
         if algorithms:
             argv += ["-alg", ",".join(algorithms)]
         if ffts_direct:
@@ -190,6 +195,8 @@ def run_msaccucmp(my, golden, *, my_graph=None, golden_graph=None, script=None, 
                                   "header length first, which a dump written whole as protobuf does not have; the "
                                   "native engine reads binary, protobuf and nano dumps)")
     report.notes[:0] = leaf_notes + graph_notes
+    # no "no divergence" rests on a comparison that left them out (the CLI exits 2), as with the native engine
+    report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
     timestamps = {}
     for entry in my_tree.entries:
         timestamps[mp.lookup_name(entry.op_name)] = entry.timestamp
