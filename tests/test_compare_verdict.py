@@ -814,6 +814,17 @@ def test_both_sides_compare_the_same_model_and_say_when_no_leaf_is_shared(tmp_pa
     _dump(other / "20260101000000" / "0" / "train" / "1" / "6", "t1", X, 1)
     report = compare_dumps(tmp_path / "my", other)
     assert any("no (device, model, iteration) in common" in note for note in report.notes), report.notes
+    # one leaf on each side, at other iterations: said too (it was silent when neither side held several leaves)
+    five, zero = (tmp_path / side / "20260101000000" / "0" / "train" / "1" / step for side, step in
+                  (("five", "5"), ("zero", "0")))
+    _dump(five, "t1", X, 0)
+    _dump(zero, "t1", X, 0)
+    report = compare_dumps(tmp_path / "five", tmp_path / "zero")
+    assert report.notes == ["my and golden dumps have no (device, model, iteration) in common: each side's own leaf "
+                            "is compared (my device 0, model train, iteration 5; golden device 0, model train, "
+                            "iteration 0), which may be another step's data (give two leaf directories to choose)"]
+    # two leaf directories given are the ones chosen
+    assert compare_dumps(five, zero).notes == []
 
 
 def test_a_scalar_diverges_by_its_relative_error(tmp_path, capsys):

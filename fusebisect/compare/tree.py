@@ -356,6 +356,25 @@ def model_key(name: str | None) -> str | None:
     return _GE_DEFAULT_TIME.sub(r"\1_", name) if name else name
 
 
+def _no_common_leaf(which: str = "") -> str:
+    """The note of two dump trees that share no leaf; ``which``: the leaves compared, when each tree holds one."""
+    return ("my and golden dumps have no (device, model, iteration) in common: each side's own leaf is compared"
+            + (f" ({which})" if which else "") + ", which may be another step's data (give two leaf directories to "
+            "choose)")
+
+
+def _given_as_leaf(tree: DumpTree) -> bool:
+    """True when the tree's root is a leaf directory (or a file in one) of a known layout: chosen by the user."""
+    root = tree.root if tree.root.is_dir() else tree.root.parent
+    return _dir_layout(root)[0] is not None
+
+
+def _leaf_text(tree: DumpTree) -> str:
+    """'device D, model M, iteration I' of a tree holding one leaf."""
+    device, model, _mid, iteration, _run = tree.entries[0].group
+    return f"device {device}, model {model}, iteration {iteration}"
+
+
 def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = False,
              prefer: tuple[frozenset | None, frozenset | None] = (None, None)
              ) -> tuple[DumpTree, DumpTree | None, list[str]]:
@@ -379,13 +398,18 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = F
             trees.append(tree)
     my, golden = trees[0], (trees[1] if golden is not None else None)
     grouped = [t.groups() for t in trees]
-    if all(len(g) <= 1 for g in grouped):
-        return my, golden, run_notes
     runs_of = grouped
     # one iteration of a device can hold several models (a train and an eval graph)
     keys = [{(g[0], model_key(g[1]), g[3]): g for g in groups} for groups in runs_of]
     common = set(keys[0]).intersection(*keys[1:]) if len(keys) > 1 else set(keys[0])
     notes: list[str] = run_notes
+    unshared = (not common and len(trees) > 1 and all(any(k[0] is not None for k in ks) for ks in keys))
+    if all(len(g) <= 1 for g in grouped):
+        # one leaf each, found under roots given: step 5 against step 0 is another step's data, said as with
+        # several leaves (two leaf directories given are the user's choice)
+        if unshared and not all(_given_as_leaf(t) for t in trees):
+            notes.append(_no_common_leaf(f"my {_leaf_text(trees[0])}; golden {_leaf_text(trees[1])}"))
+        return my, golden, notes
     pick = None
 
     def unnamed(side: int, model: str | None) -> bool:   # the graph given for that side names another model
@@ -396,9 +420,8 @@ def one_leaf(my: DumpTree, golden: DumpTree | None = None, *, earliest: bool = F
                                           *_leaf_key(keys[0][k], earliest),
                                           -sum(len(groups[by_key[k]]) for groups, by_key in zip(runs_of, keys)),
                                           _names_key(k)))   # a tie (a train and an eval model alike): by name
-    elif len(trees) > 1 and all(any(k[0] is not None for k in ks) for ks in keys):
-        notes.append("my and golden dumps have no (device, model, iteration) in common: each side's own leaf is "
-                     "compared, which may be another step's data (give two leaf directories to choose)")
+    elif unshared:
+        notes.append(_no_common_leaf())
     out: list[DumpTree] = []
     for i, (tree, all_groups, groups, by_key, side) in enumerate(zip(trees, grouped, runs_of, keys,
                                                                     ("my", "golden"))):
