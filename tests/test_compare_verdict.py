@@ -206,6 +206,22 @@ def test_an_unreadable_dump_is_no_verdict_never_no_divergence(tmp_path, capsys):
     assert report.first_divergence["op"] == "b"
     assert any("the divergence may start before the first one reported" in n for n in report.notes)
     gold_a.write_bytes(intact)
+    # a file of an op that ran after the divergence cannot move it: no such claim
+    late, gold_late = _pair(tmp_path / "late", {"a": X, "b": -X, "c": X}, {"a": X, "b": X, "c": X})
+    cut = next(late.glob("Add.c.*"))
+    cut.write_bytes(cut.read_bytes()[:-1])
+    report = compare_dumps(late, gold_late)
+    assert report.first_divergence["op"] == "b"
+    [note] = [n for n in report.notes if "could not be read" in n]
+    assert note.startswith(f"1 dump file(s) could not be read (first: {cut}: size mismatch") and note.endswith(
+        "their tensors were not compared; all of them are of ops that ran after the first divergence, which they do "
+        "not move"), note
+    # one before it and one after: the one before is named
+    next(gold_late.glob("Add.a.*")).write_bytes(b"garbage!")
+    [note] = [n for n in compare_dumps(late, gold_late).notes if "could not be read" in n]
+    assert note.startswith("2 dump file(s) could not be read, 1 of them of ops that ran before the first divergence "
+                           f"(first: {next(gold_late.glob('Add.a.*'))}") and note.endswith(
+        "the divergence may start before the first one reported"), note
     victim = next(my.glob("Add.b.*"))
     victim.write_bytes(victim.read_bytes()[:-1])
     assert main(["compare", str(my), str(gold), "--json"]) == 2

@@ -392,14 +392,35 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         blame_producer(report.first_divergence, report.rows, my_g)
         _left_out_upstream(report, my_g, dropped)
         if report.unreadable:   # the first divergence is the first among the tensors that could be read
-            first = report.unreadable[0]
-            report.notes.append(f"{len(report.unreadable)} dump file(s) could not be read (first: {first['reason']}): "
-                                "the divergence may start before the first one reported")
+            report.notes.append(unreadable_note(report, {key: min(e.timestamp for e in entries)
+                                                         for key, entries in my_index.files.items()}))
     if mode == "npy_by_name":
         report.notes.append("golden .npy without --my-graph: ops are matched by name (msaccucmp requires -f here); a "
                             "fused op is compared with the golden of the op it is named after, which computes less: "
                             "give --my-graph to map fused ops to their original ops")
     return report
+
+
+def unreadable_note(report: CompareReport, ran_at: dict[str, int]) -> str:
+    """The note of a first divergence found beside dump files that could not be read. A file of an op that ran
+    before the first divergence (in execution order: ``ran_at``, my op dumps' times by lookup name; an op of
+    unknown time counts as earlier) may hold an earlier divergence; files of ops that ran after it cannot move it."""
+    fd = report.first_divergence
+    at = next((r.timestamp for r in report.execution_order()
+               if r.tensor == fd["tensor"] and fd["op"] in r.my_op.split(",")), None)
+
+    def before(u: dict) -> bool:
+        ran = ran_at.get(mp.lookup_name(str(u["op"])))
+        return at is None or ran is None or ran < at
+
+    earlier = [u for u in report.unreadable if before(u)]
+    count = len(report.unreadable)
+    if earlier:
+        some = "" if len(earlier) == count else f", {len(earlier)} of them of ops that ran before the first divergence"
+        return (f"{count} dump file(s) could not be read{some} (first: {earlier[0]['reason']}): the divergence may "
+                "start before the first one reported")
+    return (f"{count} dump file(s) could not be read (first: {report.unreadable[0]['reason']}): their tensors were not "
+            "compared; all of them are of ops that ran after the first divergence, which they do not move")
 
 
 def not_in_graph(graph, dumped) -> list[str]:
