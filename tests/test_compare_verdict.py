@@ -475,6 +475,15 @@ def test_an_all_zero_tensor_against_a_non_zero_one_diverges(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["first_divergence"]["tensor"] == "wrote_zeros:output:0"
     assert out["first_divergence"]["note"].endswith("is all zero and the other is not: cosine 0")
+    # the table cuts the reason (the file's path) short, and says so: the cut path is no other file's
+    assert main(["compare", str(my), str(gold)]) == 1
+    out = capsys.readouterr().out
+    assert "…" in out and "All the data is zero in" in _plain(out) and str(dumped.resolve()) not in _plain(out)
+
+
+def _tensors_shown(console: str) -> set[str]:
+    """The tensor column of the console table (the first line of each row: long cells fold)."""
+    return {line.split("│")[3].strip() for line in console.splitlines() if line.count("│") > 3} - {""}
 
 
 def test_top_ranks_by_the_cosine_the_verdict_uses(tmp_path, capsys):
@@ -489,10 +498,10 @@ def test_top_ranks_by_the_cosine_the_verdict_uses(tmp_path, capsys):
     my, gold = _pair(tmp_path, {"ok": X, "zeros": np.zeros_like(X), "neg": negated, "noisy": noisy},
                      {"ok": X, "zeros": X, "neg": masked, "noisy": X})
     assert main(["compare", str(my), str(gold), "--top", "2"]) == 1
-    shown = {line.split("│")[3].strip() for line in capsys.readouterr().out.splitlines() if line.count("│") > 3} - {""}
+    shown = _tensors_shown(capsys.readouterr().out)
     assert shown == {"neg:output:0", "zeros:output:0"}, shown
     assert main(["compare", str(my), str(gold), "--top", "3"]) == 1
-    shown = {line.split("│")[3].strip() for line in capsys.readouterr().out.splitlines() if line.count("│") > 3} - {""}
+    shown = _tensors_shown(capsys.readouterr().out)
     assert shown == {"neg:output:0", "zeros:output:0", "noisy:output:0"}, shown
 
 

@@ -66,8 +66,10 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         elif is_divergent(row, cosine=cosine, max_abs_error=max_abs_error):
             style = "yellow"
         golden = ",".join(row.golden_ops[:2]) + (f" (+{len(row.golden_ops) - 2})" if len(row.golden_ops) > 2 else "")
+        reason = row.fail_reason or row.note
+        # cut short for the table, marked so: a path cut mid-way reads as another, real one (--csv/--json keep it)
         table.add_row(str(row.index), row.my_op, row.tensor, golden, fmt_metric(row.cosine), fmt_metric(row.max_abs_error),
-                      (row.fail_reason or row.note)[:80], style=style)
+                      reason if len(reason) <= 80 else reason[:79] + "…", style=style)
     console.print(table)
     unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
     if fd is None:
