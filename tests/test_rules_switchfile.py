@@ -437,6 +437,30 @@ def test_a_backup_never_replaces_an_older_backup(tmp_path):
     assert parse_switch_file(target).graph == {"C": "off"}
 
 
+def test_a_backup_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    """A kill while the old file is being kept must not leave a cut-short .bak under the final name (the rerun
+    would keep it forever and write .bak.1 beside it): it is written beside it, synced, then renamed."""
+    import os
+
+    target = tmp_path / "fusion_switch.cfg"
+    target.write_text("user's own file\n" * 1000)
+    target.chmod(0o640)
+    real_fsync = os.fsync
+
+    def killed(fd):
+        raise KeyboardInterrupt   # the first sync is the backup's: stopped before its rename
+    monkeypatch.setattr(os, "fsync", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_switch_file(target, cfg({"A": "off"}), force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fusion_switch.cfg"]   # nor a temporary file left
+    assert target.read_text() == "user's own file\n" * 1000
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    write_switch_file(target, cfg({"A": "off"}), force=True)
+    backup = tmp_path / "fusion_switch.cfg.bak"
+    assert backup.read_text() == "user's own file\n" * 1000 and backup.stat().st_mode & 0o777 == 0o640
+    assert parse_switch_file(target).graph == {"A": "off"}
+
+
 @pytest.mark.parametrize("text", ['{"Switch":' + "[" * 100000 + "]" * 100000 + "}",
                                   '{"Switch":{"GraphFusion":' + '{"a":' * 5000 + "1" + "}" * 5000 + "}}"])
 def test_absurdly_deep_nesting_is_a_syntax_error_not_a_crash(text):

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable
 
 from fusebisect.errors import SwitchFileError, UsageError
-from fusebisect.fsutil import atomic_write_text, is_stream_path, names_descriptor, not_regular
+from fusebisect.fsutil import atomic_write_bytes, atomic_write_text, is_stream_path, names_descriptor, not_regular
 from fusebisect.rules.catalog import GRAPH, KINDS, UB, Catalog, normalize_kind
 
 RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
@@ -909,7 +909,10 @@ def write_switch_file(path, config: SwitchConfig, *, force: bool = False) -> Pat
         if not force:
             raise UsageError(f"{p}: already exists (use --force to replace it; the old file is kept as .bak)")
         if p.resolve().is_file():   # a device such as /dev/null has nothing to keep (and is written into)
-            shutil.copy2(p, next_backup_path(p))
+            # through a synced temporary file renamed into place: a kill mid-copy must not leave a cut-short .bak,
+            # which a rerun would keep for good (writing .bak.1 beside it)
+            backup = atomic_write_bytes(next_backup_path(p), p.read_bytes())
+            shutil.copystat(p, backup)   # its mode and times, as the file had them
     return atomic_write_text(p, text)
 
 
