@@ -37,6 +37,16 @@ def test_demo_finds_the_faulty_rule(mode, capsys):
     assert out["verify"]["outcome"] == "good"
 
 
+def test_demo_check_compares_with_the_reference_of_the_seed_it_trains_with(capsys):
+    """--seed changes the simulated job's data and weights: a check against the seed-0 reference called every
+    run bad, and the demo ended not_fusion."""
+    rc = main(["--quiet", "demo", "--mode", "check", "--seed", "3", "--steps", "3", "--faulty", "GeluFusionPass",
+               "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert (rc, out["status"]) == (0, "found"), out["message"]
+    assert [c["rules"] for c in out["culprits"]] == [["GeluFusionPass"]]
+
+
 def test_demo_ignores_simulator_settings_left_in_the_environment(capsys, monkeypatch):
     monkeypatch.setenv("FUSEBISECT_SIM_CRASH_WHEN", "LayerNormFusionPass=off")   # every reference run would crash
     monkeypatch.setenv("FUSEBISECT_SIM_FLAKY", "1")

@@ -105,7 +105,9 @@ def demo_options(mode: str, faulty: str, workdir: Path, *, steps: int, seed: int
         command += ["--dump-step", "0"]
         kwargs = {"dumps": True}
     else:
-        kwargs = {"check": shlex.join([sys.executable, "-m", "fusebisect.sim", "check", "--rtol", "1e-3"])}
+        # the reference curve is the job's own with correct kernels: the same seed (data and weights) and steps
+        kwargs = {"check": shlex.join([sys.executable, "-m", "fusebisect.sim", "check", "--rtol", "1e-3",
+                                       "--seed", str(seed), "--steps", str(steps)])}
     return RunOptions(command=command, workdir=workdir, fresh=True, **kwargs)
 
 
