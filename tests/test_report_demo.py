@@ -207,6 +207,27 @@ def test_report_never_writes_over_the_runs_own_files_and_names_a_bad_journal_fie
     assert "'index' must be a run number (a positive integer), not 'x'" in capsys.readouterr().err
 
 
+def test_report_refuses_the_workdir_lock_and_the_runs_kept_under_previous(demo_dumps, tmp_path, capsys):
+    """A report written over .lock is a new file: the running run's lock is on the old one, and a second run in
+    the workdir would start; previous/ holds the journals and evidence --fresh kept. run --output refuses both."""
+    work = tmp_path / "work"
+    shutil.copytree(demo_dumps, work)
+    kept = work / "previous" / "20260101-000000" / "journal.jsonl"
+    kept.parent.mkdir(parents=True)
+    kept.write_text("{}\n")
+    (work / ".lock").write_text("")
+    for flag in ("--markdown", "--html"):
+        for out, said in ((work / ".lock", "that is the run's own .lock"),
+                          (kept, "that is inside the run's previous/ directory"),
+                          (work / "previous" / "new.md", "that is inside the run's previous/ directory"),
+                          (work / "trials" / "new.md", "that is inside the run's trials/ directory")):
+            assert main(["report", str(work), flag, str(out)]) == 2
+            err = capsys.readouterr().err
+            assert f"{flag} {out}: {said}" in err and "Traceback" not in err, err
+    assert kept.read_text() == "{}\n" and (work / ".lock").read_text() == ""
+    assert not (work / "previous" / "new.md").exists()
+
+
 def test_markdown_cells_hold_data_as_text_and_every_report_shows_confidence_alike():
     """An op name with a newline split the Markdown row, and its '<b>' went through as HTML; the HTML showed a
     confidence of 1 as '1' where the terminal and the Markdown show '1.000'."""

@@ -68,34 +68,29 @@ def register(app: typer.Typer) -> None:
         from fusebisect.runner.result import render_report
 
         from fusebisect.errors import UsageError
-        from fusebisect.runner.journal import JOURNAL_NAME
-
         from fusebisect.fsutil import check_output_file
 
-        own = {real_path(Path(workdir) / n): n for n in (JOURNAL_NAME, "result.json", "fusion_switch.cfg")}
+        from fusebisect.runner.validation import workdir_clash
+
+        home = real_path(workdir)
         for flag, out in (("--html", html), ("--markdown", markdown)):
             check_output_file(out, flag)
-            if out is not None and real_path(out) in own:   # resolved: w/../w/journal.jsonl, a linked workdir
-                raise UsageError(f"{flag} {out}: that is the run's own {own[real_path(out)]}, which the report "
-                                 "is read from")
+            if out is None:
+                continue
+            # resolved: w/../w/journal.jsonl, a linked workdir. The same places run --output may not be (its
+            # .lock, which a running run holds; previous/, the runs --fresh kept), and its fusion_switch.cfg
+            clash = workdir_clash(home, real_path(out)) or \
+                ("the run's own fusion_switch.cfg" if real_path(out) == home / "fusion_switch.cfg" else None)
+            if clash:
+                raise UsageError(f"{flag} {out}: that is {clash}")
         common.stdout_outputs([("--html", html), ("--markdown", markdown)], as_json)
         if html is not None and markdown is not None and real_path(html) == real_path(markdown):
             raise UsageError(f"--html and --markdown name the same file {html}: the second would replace the first")
         view = load_run_view(workdir)
         production = (view.result or {}).get("switch_file")
-        trials = real_path(Path(workdir) / "trials")
         for flag, out in (("--html", html), ("--markdown", markdown)):
-            if out is None:
-                continue
-            where = real_path(out)
-            if production and where == real_path(production):
+            if out is not None and production and real_path(out) == real_path(production):
                 raise UsageError(f"{flag} {out}: that is the run's production switch file")
-            if where.is_relative_to(trials):
-                raise UsageError(f"{flag} {out}: that is inside the run's trial directories, which hold its evidence")
-            for kept in ("switch", "repro"):
-                if where.is_relative_to(real_path(Path(workdir) / kept)):
-                    raise UsageError(f"{flag} {out}: that is inside the run's {kept}/ directory, whose files its "
-                                     "runs and repro commands use")
         run_json = dict(view.result) if view.result else _partial_run_json(view, Path(workdir))
         cfg = production_cfg_text(view)
         if html is not None:

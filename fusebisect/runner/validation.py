@@ -172,6 +172,27 @@ def _env_problem(interpreter: str, argument: str, env: Mapping[str, str] | None)
     return None
 
 
+def workdir_clash(home: Path, where: Path, said: str = "") -> str | None:
+    """What of the run's workdir (resolved: ``home``) the resolved output path ``where`` would replace, said as
+    "the run's own journal.jsonl" or "inside the run's trials/ directory, ..." (``said`` is put after the name,
+    e.g. " in --workdir"); None when it is none of them. Used by run --output and report --html/--markdown, so
+    the two refuse the same things."""
+    from fusebisect.runner.journal import JOURNAL_NAME, LOCK_NAME
+
+    # .lock: the run holds it open for its whole length; a file written there is a new file, and a second run
+    # would take the lock the first one no longer holds
+    if where in [home / n for n in (JOURNAL_NAME, "result.json", LOCK_NAME)]:
+        return f"the run's own {where.name}{said}"
+    for kept, why in (("trials", "which hold its evidence"),
+                      ("previous", "which keeps earlier runs' journals and evidence"),
+                      # the runs' switch files, which the repro commands feed to the job
+                      ("switch", "whose files its runs and repro commands use"),
+                      ("repro", "whose files its runs and repro commands use")):
+        if where.is_relative_to(home / kept):
+            return f"inside the run's {kept}/ directory{said}, {why}"
+    return None
+
+
 def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
     """-o (resolved: ``where``) must not name what the run reads or keeps: the workdir (resolved: ``home``)
     itself, its journal, results and trials, the --rules file, or a file the command or --check names (the
@@ -179,15 +200,11 @@ def _output_clashes(opts: "RunOptions", home: Path, where: Path) -> None:
     if where == home:
         raise UsageError(f"--output {opts.output}: that is the --workdir; the production switch file needs a file "
                          "path")
-    from fusebisect.runner.journal import JOURNAL_NAME, LOCK_NAME
-    # (.lock: the run holds it open for its whole length; a production file there would replace the lock)
-    own = [home / n for n in (JOURNAL_NAME, "result.json", "report.html", "report.md", LOCK_NAME)]
-    if where in own or where.is_relative_to(home / "trials") or where.is_relative_to(home / "previous"):
-        raise UsageError(f"--output {opts.output}: that is the run's own {where.name} in --workdir")
-    for kept in ("switch", "repro"):   # the runs' switch files, which the repro commands feed to the job
-        if where.is_relative_to(home / kept):
-            raise UsageError(f"--output {opts.output}: that is inside the run's {kept}/ directory in --workdir, "
-                             "whose files its runs and repro commands use")
+    # (the run writes its reports there too: a production file there would be replaced by one)
+    clash = workdir_clash(home, where, " in --workdir") or \
+        (f"the run's own {where.name} in --workdir" if where in (home / "report.html", home / "report.md") else None)
+    if clash:
+        raise UsageError(f"--output {opts.output}: that is {clash}")
     named = [("--rules", opts.rules)] + [("the command", a) for a in opts.command] + \
         [("--check", a) for a in (shlex.split(opts.check) if opts.check else [])]
     # an option's value given in the same argument (--config=params.json, -cparams.json is not guessed at)
