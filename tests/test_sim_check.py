@@ -37,3 +37,25 @@ def test_a_loss_that_is_no_number_is_a_skip_not_a_crash_read_as_bad(tmp_path, ca
     assert check_main(["--log", str(log)]) == 125
     err = capsys.readouterr().err
     assert err == f"check: {log}: step 1's loss 'n/a' is not a number\n"
+
+
+def test_a_check_that_cannot_run_aborts_the_run_instead_of_judging_the_job_bad(tmp_path):
+    """Its usage errors exited 2, which `fusebisect run --check` reads as BAD (1-127): a check given a bad
+    --rtol made every run bad and the run ended not_fusion. It exits 255, outside 0-127: the run aborts."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "FUSEBISECT_TRIAL_DIR"}
+    sim_check = [sys.executable, "-m", "fusebisect.sim", "check"]
+    os.mkfifo(tmp_path / "fifo")
+    for argv in (["--rtol", "-1"], ["--bogus"], [], ["--log", str(tmp_path / "fifo")]):
+        proc = subprocess.run([*sim_check, *argv], capture_output=True, text=True, cwd=tmp_path, env=env)
+        assert proc.returncode == 255 and "Traceback" not in proc.stderr, (argv, proc.stderr)
+    assert "255 the check cannot run" in " ".join(subprocess.run(
+        [*sim_check, "--help"], capture_output=True, text=True, check=True).stdout.split())
+    proc = subprocess.run([sys.executable, "-m", "fusebisect", "run", "--json", "--check",
+                           f"{sys.executable} -m fusebisect.sim check --rtol -1", "--workdir", "w", "--",
+                           sys.executable, "-m", "fusebisect.sim", "train", "--steps", "2", "--faulty",
+                           "GeluFusionPass"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert proc.returncode == 1 and "--check exited 255: outside exit codes 0-127, aborting" in proc.stderr
+    assert not (tmp_path / "w" / "result.json").exists()   # no verdict, no not_fusion
+    assert "not_fusion" not in proc.stdout

@@ -275,9 +275,9 @@ def test_sim_check_refuses_what_would_judge_every_run_or_hang(tmp_path, capsys):
     os.mkfifo(fifo)
     for argv, why in ((["--rtol", "nan"], "--rtol must be a finite number"), (["--rtol", "-1"], "--rtol must be"),
                       (["--steps", "-3"], "--steps must be >= 1")):
-        assert sim_main(["check", "--log", str(log), *argv]) == 2
+        assert sim_main(["check", "--log", str(log), *argv]) == 255   # outside 0-127: not read as BAD
         assert why in capsys.readouterr().err
-    assert sim_main(["check", "--log", str(fifo)]) == 2
+    assert sim_main(["check", "--log", str(fifo)]) == 255
     assert "a FIFO" in capsys.readouterr().err
 
 

@@ -2,7 +2,9 @@
 
 It reads the losses a run printed (``$FUSEBISECT_TRIAL_DIR/stdout.log`` by default) and compares them, point
 by point, with a reference curve computed in-process by the same model with correct kernels (the "CPU/GPU
-golden" of a real project). Exit codes follow ``git bisect run``: 0 good, 1 bad, 125 cannot tell (no losses).
+golden" of a real project). Exit codes follow ``git bisect run``: 0 good, 1 bad, 125 cannot tell (no losses),
+255 the check itself cannot run (a bad option, no log to read): outside 0-127, so ``fusebisect run --check``
+aborts instead of reading a broken check as BAD.
 """
 
 from __future__ import annotations
@@ -19,12 +21,18 @@ from fusebisect.errors import UsageError
 
 LOSS_RE = re.compile(r"^step (\d+) loss (\S+)$", re.M)
 
+# git bisect's "abort": a check that cannot run must not say "bad" (2, the usual usage error, is 1-127: BAD)
+CANNOT_RUN = 255
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fusebisect.sim check",
         description="SIMULATOR accuracy check: compare a simulated run's printed losses with the reference "
-                    "curve of the same model with correct kernels. Exit 0 good, 1 bad, 125 no losses found.")
+                    "curve of the same model with correct kernels. Exit 0 good, 1 bad, 125 no losses found, "
+                    f"{CANNOT_RUN} the check cannot run (a bad option, no --log and no $FUSEBISECT_TRIAL_DIR, a --log "
+                    "that is not a regular file): outside 0-127, so `fusebisect run --check` aborts the run rather than "
+                    "reading it as bad.")
     parser.add_argument("--log", type=Path, help="the run's output (default: $FUSEBISECT_TRIAL_DIR/stdout.log)")
     parser.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance per step (default 1e-3)")
     parser.add_argument("--steps", type=int, default=None, help="steps of the reference (default: as logged)")
@@ -43,7 +51,8 @@ def reference_losses(steps: int, seed: int) -> list[float]:
 
 
 def main(argv: list[str]) -> int:
-    """Run the check; returns 0 (good), 1 (bad), 125 (skip) or 2 (usage error)."""
+    """Run the check; returns 0 (good), 1 (bad) or 125 (skip). Raises UsageError when it cannot run (the
+    simulator's command line exits :data:`CANNOT_RUN` for it); argparse's SystemExit for --help or a bad flag."""
     args = build_parser().parse_args(argv)
     if not args.rtol >= 0 or args.rtol == float("inf"):   # (NaN fails every comparison)
         raise UsageError(f"--rtol must be a finite number >= 0, got {args.rtol}")

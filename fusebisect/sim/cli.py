@@ -17,7 +17,7 @@ USAGE = ("usage: python -m fusebisect.sim train [options]   (a SIMULATOR for dem
 
 def main(argv: list[str] | None = None) -> int:
     """Run the simulator CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code: 0 ok, 1 simulated
-    compile failure, 2 usage or input error."""
+    compile failure, 2 usage or input error (``check``: its own codes, 255 when it cannot run)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(USAGE)
@@ -25,19 +25,21 @@ def main(argv: list[str] | None = None) -> int:
         print(build_parser().format_help())
         return 0 if args else 2
     if args[0] == "check":
-        try:
-            from fusebisect.sim.check import main as check_main
+        # a check that cannot run exits CANNOT_RUN (255), not 2: under `fusebisect run --check` 1-127 is BAD, and a
+        # broken check would put the blame on the job
+        from fusebisect.sim.check import CANNOT_RUN, main as check_main
 
+        try:
             return check_main(args[1:])
-        except SystemExit as exc:
-            return int(exc.code or 0)
+        except SystemExit as exc:   # argparse: --help (0) or a bad flag (2)
+            return CANNOT_RUN if exc.code else 0
         except FusebisectError as exc:
             print(f"fusebisect: error: {exc}", file=sys.stderr)
-            return 2
+            return CANNOT_RUN
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             print(f"fusebisect.sim: error: {where}{exc.strerror or exc}", file=sys.stderr)
-            return 2
+            return CANNOT_RUN
     if args[0] != "train":
         print(f"fusebisect.sim: error: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
