@@ -97,3 +97,40 @@ def test_units_task_stream_status_agree_with_msaccucmp(tmp_path, msaccucmp):
         (st,) = mine.outputs
         assert (st.shape, st.dtype, st.max, st.min) == (peer["shape"], peer["dtype"], peer["max"], peer["min"])
         assert st.pos_inf == 1 and st.saturated == 1
+
+
+@pytest.mark.msaccucmp
+@pytest.mark.slow
+def test_msaccucmp_matches_the_simulators_overflow_record_to_its_op_dump(tmp_path, msaccucmp):
+    """msaccucmp takes only 65535 as an unset context/thread id: the simulator wrote 0xFFFFFFFF, and msaccucmp
+    looked for a dump of that FFTS+ context ("Can't find the dump file"). Its op dump is handed to msaccucmp as
+    mapping.csv + .npy (it reads nano Opdebug files, not nano op dumps)."""
+    import os
+    import subprocess
+    import sys
+
+    from fusebisect.compare.dumpfile import read_dump
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FUSEBISECT_")}
+    proc = subprocess.run([sys.executable, "-m", "fusebisect.sim", "train", "--overflow", "--steps", "1",
+                           "--dump-path", "dump", "--dump-encoding", "nano"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    (leaf,) = {p.parent for p in (tmp_path / "dump").rglob("Opdebug.Node_OpDebug.*")}
+    ours = analyse(leaf)
+    assert ours.problems == [] and len(ours.overflows) == 1
+    mapping = []
+    for n, op in enumerate(sorted(p for p in leaf.iterdir() if not p.name.startswith("Opdebug."))):
+        np.save(leaf / f"{1000 + n}.npy", read_dump(op).outputs[0].array())
+        mapping.append(f"{1000 + n}.npy,{op.name}")
+        op.unlink()
+    (leaf / "mapping.csv").write_text("\n".join(mapping) + "\n")
+    out = tmp_path / "out"
+    proc = msaccucmp.run("overflow", "-d", str(leaf), "-out", str(out))
+    assert proc.returncode == 0 and "Can't find the dump file" not in proc.stdout + proc.stderr, \
+        proc.stdout + proc.stderr
+    (summary,) = out.glob("overflow_summary_*.txt")
+    (peer,) = parse_msaccucmp_summary(summary.read_text())
+    (mine,) = ours.overflows
+    assert (peer["unit"], peer["task_id"], peer["stream_id"], peer["op_type"]) == \
+        ("AIC", mine.task_id, mine.stream_id, mine.op_type)

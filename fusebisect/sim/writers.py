@@ -34,6 +34,10 @@ NZ_FORMAT = 29  # proto FORMAT_FRACTAL_NZ
 ND_FORMAT = 2
 CUBE_OVERFLOW_STATUS = 0x100  # AI Core status: overflow converting FP32 to FP16 (a MatMul's output)
 VECTOR_OVERFLOW_STATUS = 0x20  # AI Core status: floating-point computation overflow
+# context_id/thread_id of a task that is no FFTS+ subtask: msaccucmp's overflow analyser takes only 65535
+# (ConstManager.INVALID_ID) as unset and would match the record only to dumps carrying the id it holds
+# (fusebisect overflow also reads the u32 and u64 all-ones as unset)
+UNSET_ID = 0xFFFF
 ADDRESS_BASE = 0x10000
 
 
@@ -278,6 +282,6 @@ def overflow_record(*, task_id: int, stream_id: int, layout: str = "new", model_
         struct.pack_into("<6Q", buf, 256, model_id, stream_id, task_id, 0, pc_start, para_base)
         struct.pack_into("<3Q", buf, 1024, pc_start, 0, status)
         return bytes(buf)
-    fields = (model_id, stream_id, task_id, 0, 0xFFFFFFFF, 0xFFFFFFFF, pc_start, para_base, 0, 0, status)
+    fields = (model_id, stream_id, task_id, 0, UNSET_ID, UNSET_ID, pc_start, para_base, 0, 0, status)
     data = struct.pack("<11Q", *fields)
     return struct.pack("<IIIIII", 0x5A5A5A5A, 0, 1, 0, 0, len(data)) + data
