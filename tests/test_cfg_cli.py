@@ -206,6 +206,39 @@ def test_cfg_check_gives_every_file_that_switches_nothing_the_same_verdict(capsy
     assert rc == 1 and problem["severity"] == "warning" and problem["message"].endswith("switches nothing")
 
 
+@pytest.mark.parametrize("text", ['{"Switch":{"GraphFusion":{}},"ExceptionalPassOfO1Level":["GridSampler2DFusionPass"]}',
+                                  '{"ExceptionalPassOfO1Level":["GridSampler2DFusionPass"]}',
+                                  '{"ExceptionalPassOfO1Level":["GeluFusionPass","MyNewerFusionPass"]}'])
+def test_cfg_check_counts_what_the_files_own_o1_list_switches_on(capsys, tmp_path, text):
+    """The file's ExceptionalPassOfO1Level list turns on a pass the built-in config closes (`cfg diff` and
+    `cfg effective` show it): such a file switches something. A name the catalog lacks may be such a pass too."""
+    f, none = tmp_path / "o1.cfg", tmp_path / "none.cfg"
+    f.write_text(text + "\n")
+    none.write_text('{"Switch":{"GraphFusion":{}}}\n')
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json", "--allow-unknown-rules")
+    assert rc == 0 and not any("switches nothing" in p["message"] for p in json.loads(out)["problems"])
+    if "GridSampler2D" in text:
+        rc, out, _ = run(capsys, "cfg", "diff", str(none), str(f), "--json")
+        assert rc == 1 and [(c["rule"], c["a"], c["b"]) for c in json.loads(out)["changes"]] == [
+            ("GridSampler2DFusionPass", "off", "on")]
+
+
+@pytest.mark.parametrize("text, code", [
+    ('{"Switch":{"GraphFusion":{}},"ExceptionalPassOfO1Level":["GeluFusionPass","PackFusionPass"]}', "switches-nothing"),
+    ('{"ExceptionalPassOfO1Level":["GeluFusionPass","MatMulBiasAddFusionPass"]}', "no-switch")])
+def test_cfg_check_an_o1_list_of_passes_that_run_anyway_switches_nothing(capsys, tmp_path, text, code):
+    """Passes that run without the file (default on, forbidden-close, a GE pattern pass the list does not reach):
+    listing them changes nothing, and the warning says why the list does not count."""
+    f, none = tmp_path / "o1.cfg", tmp_path / "none.cfg"
+    f.write_text(text + "\n")
+    none.write_text('{"Switch":{"GraphFusion":{}}}\n')
+    rc, out, _ = run(capsys, "cfg", "check", str(f), "--json")
+    [problem] = [p for p in json.loads(out)["problems"] if p["severity"] != "info"]
+    assert rc == 1 and problem["code"] == code and problem["message"].endswith(
+        ", and ExceptionalPassOfO1Level names only passes that run without the file: this file switches nothing")
+    assert run(capsys, "cfg", "diff", str(none), str(f))[0] == 0
+
+
 def test_cfg_check_unreadable(capsys, tmp_path):
     rc, _, err = run(capsys, "cfg", "check", str(tmp_path))
     assert rc == 2 and "directory" in err and err.count("\n") == 1

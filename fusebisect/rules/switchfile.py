@@ -405,10 +405,13 @@ def _check_priority(node: Node, add) -> None:
                         f"[{bounds[0]}, {bounds[1]})", val.offset)
 
 
-def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict | None = None) -> SwitchConfig:
+def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict | None = None,
+                    catalog: Catalog | None = None) -> SwitchConfig:
     """Fill a SwitchConfig from the tree; append every structural problem (error severity) to ``problems``.
 
-    ``where`` (optional) receives ``(section, name) -> (line, column)`` of each accepted entry.
+    ``where`` (optional) receives ``(section, name) -> (line, column)`` of each accepted entry. ``catalog``
+    (optional) tells whether the file's own ExceptionalPassOfO1Level list changes anything: without it, a file
+    whose Switch names no pass is said to switch nothing only when that list is empty.
     """
     cfg = SwitchConfig()
     where = {} if where is None else where
@@ -530,11 +533,16 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                 cfg.o1_exceptions = list(node.value)  # type: ignore[arg-type]
                 for item in node.items or []:
                     where.setdefault((O1_KEY, item.value), line_col(text, item.offset))
-    if not any(key == "Switch" for key, _at, _node in root.pairs or []) and not problems:
-        add("no-switch", "no \"Switch\" key: this file switches nothing", root.offset, severity="warning")
-    elif not problems and not cfg.graph and not cfg.ub:   # (as an old-format file of empty lines)
+    # the file's own ExceptionalPassOfO1Level list turns on what it names (FE reads it before the switch map): it
+    # switches something when it names a pass that would not run without the file (a built-in "off" default)
+    o1 = ", and ExceptionalPassOfO1Level names only passes that run without the file" if cfg.o1_exceptions else ""
+    if problems or cfg.graph or cfg.ub or (o1 and (catalog is None or _o1_list_switches(cfg, catalog))):
+        return cfg
+    if not any(key == "Switch" for key, _at, _node in root.pairs or []):
+        add("no-switch", f"no \"Switch\" key{o1}: this file switches nothing", root.offset, severity="warning")
+    else:   # (as an old-format file of empty lines)
         switch = [node for key, _at, node in root.pairs or [] if key == "Switch"][-1]
-        add("switches-nothing", "\"Switch\" names no pass: this file switches nothing", switch.offset,
+        add("switches-nothing", f"\"Switch\" names no pass{o1}: this file switches nothing", switch.offset,
             severity="warning")
     return cfg
 
@@ -742,6 +750,22 @@ def explain_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, k
         return False, "off in both sections (kind unknown)"
     on = [why for on, why in states if on]
     return True, f"kind unknown and on in at least one section: {on[0]}"
+
+
+def _o1_list_switches(config: SwitchConfig, catalog: Catalog) -> bool:
+    """True when the file's own ExceptionalPassOfO1Level list turns on a pass that would not run without the file.
+
+    A name the catalog lacks counts as such a pass (the built-in config of a newer CANN may close it); a name
+    that is no pass name, or one of a pass that runs anyway (default on, forbidden-close, a GE pattern pass the
+    list does not reach), does not.
+    """
+    for name in config.o1_exceptions:
+        if not RULE_NAME_RE.fullmatch(name):
+            continue
+        if name not in catalog.rules or explain_state(name, config, catalog)[0] != explain_state(name, None,
+                                                                                                  catalog)[0]:
+            return True
+    return False
 
 
 def effective_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, kind: str | None = None,
@@ -1038,7 +1062,7 @@ def check_switch_text(text: str, catalog: Catalog, path=None, *, allow_unknown: 
                                     f"{item.what}: CANN's JSON parser rejects it (fusebisect reads it; "
                                     f"`fusebisect cfg off ... --out F` writes clean files)", line, col))
         structural: list[Problem] = []
-        cfg = _interpret_json(root, text, structural, where)
+        cfg = _interpret_json(root, text, structural, where, catalog)
         problems.extend(structural)
         if not any(p.severity == "error" for p in structural):
             problems.extend(_schema_problems(root, text))  # the interpreter and the schema should agree
