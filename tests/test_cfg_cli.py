@@ -306,6 +306,29 @@ def test_effective_keeps_the_why_column_and_notes_beside_a_long_rule_name(tmp_pa
         assert row.split("│")[0].strip() == LONGEST and row.split("│")[1].strip() == "on"
 
 
+def test_cfg_effective_quotes_a_padded_value_as_the_file_writes_it(capsys, tmp_path):
+    """CANN reads " on" as off: `effective` says so, quoting the file rather than claiming it says "off", with the
+    lint's warning as a note; --json's in_file holds the value as written (only exactly "on" is on)."""
+    f = tmp_path / "padv.cfg"
+    f.write_text('{"Switch":{"GraphFusion":{"GeluFusionPass":" on","ALL":"off "}}}\n')
+    rows = effective_rows(capsys, f, "--rule", "GeluFusionPass", "--rule", "LayerNormFusionPass")
+    gelu = rows["GeluFusionPass"]
+    assert gelu["effective"] == "off" and gelu["in_file"] == {"GraphFusion": " on"}
+    assert gelu["reason"] == 'GeluFusionPass: " on" in the file (GraphFusion), which CANN reads as off'
+    assert gelu["notes"] == ['written as " on": CANN accepts the spaces but then reads anything but exactly "on" as '
+                             'off']
+    assert rows["LayerNormFusionPass"]["reason"] == 'ALL: "off " in the file (GraphFusion), which CANN reads as off'
+    rc, out, _ = run(capsys, "cfg", "effective", str(f), "--json")
+    assert rc == 0 and json.loads(out)["all"] == {"GraphFusion": "off "}
+    rc, out, _ = run(capsys, "cfg", "effective", str(f))
+    assert rc == 0 and "off in the file" not in out and 'written as " on"' in out
+    plain = tmp_path / "plain.cfg"
+    plain.write_text('{"Switch":{"GraphFusion":{"GeluFusionPass":"on"}}}\n')
+    rc, out, _ = run(capsys, "cfg", "diff", str(plain), str(f), "--json")
+    [change] = [c for c in json.loads(out)["changes"] if c["rule"] == "GeluFusionPass"]
+    assert change["why_b"] == gelu["reason"]
+
+
 def test_cfg_effective_lists_the_rules_the_files_own_o1_list_keeps_on(capsys, tmp_path):
     """Under "ALL": "off", the file's ExceptionalPassOfO1Level list keeps its rules on: `effective` listed no rule
     ("the file names no rules") unless asked for it by name."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, List, Optional
 
@@ -177,7 +178,7 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     ) -> None:
         from fusebisect.rules.catalog import default_catalog
-        from fusebisect.rules.switchfile import (ALL, RULE_NAME_RE, explain_state, name_problems,
+        from fusebisect.rules.switchfile import (ALL, PADDED_VALUE, RULE_NAME_RE, explain_state, name_problems,
                                                  validate_rule_name)
 
         catalog = default_catalog()
@@ -188,6 +189,8 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         kept_on = [n for n in config.o1_exceptions if RULE_NAME_RE.fullmatch(n)]
         names = list(rule) if rule else sorted({*config.mentioned(), *config.ignored, *kept_on} - {ALL})
         notes: dict[str, list[str]] = {name: [why] for name, why in config.ignored.items()}
+        for (_sec, name), written in config.padded_values.items():
+            notes.setdefault(name, []).append(f"written as {json.dumps(written)}: {PADDED_VALUE}")
         if ALL in config.ignored:
             common.log(f"warning: {file}: {ALL}: {config.ignored[ALL]}")
         for p in name_problems(config, catalog, only=set(names)):
@@ -210,13 +213,14 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         for name in names:
             on, why = explain_state(name, config, catalog)
             entry = catalog.rules.get(name)
-            in_file = {k: v for k, v in (("GraphFusion", config.graph.get(name)), ("UBFusion", config.ub.get(name)))
-                       if v is not None}
+            # as the file writes it: a padded " on", which CANN reads as off, is not "on"
+            in_file = {k: config.padded_values.get((k, name), sec[name])
+                       for k, sec in (("GraphFusion", config.graph), ("UBFusion", config.ub)) if name in sec}
             rows.append({"rule": name, "kind": entry.kind if entry else "not in catalog",
                          "in_file": in_file, "effective": _state(on), "reason": why,
                          "notes": list(dict.fromkeys(notes.get(name, [])))})
-        all_entries = {k: sec[ALL] for k, sec in (("GraphFusion", config.graph), ("UBFusion", config.ub))
-                       if ALL in sec}
+        all_entries = {k: config.padded_values.get((k, ALL), sec[ALL])
+                       for k, sec in (("GraphFusion", config.graph), ("UBFusion", config.ub)) if ALL in sec}
         if json_out:
             common.print_json({"file": str(file), "cann_rejects": config.lenient, "all": all_entries, "rules": rows})
             return

@@ -30,6 +30,8 @@ RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
 TOP_LEVEL_KEYS = ("Switch", "Priority", "ExceptionalPassOfO1Level")
 ALL = "ALL"
 VALUES = ("on", "off")
+#: why a value with spaces around "on"/"off" reads as off
+PADDED_VALUE = "CANN accepts the spaces but then reads anything but exactly \"on\" as off"
 
 
 def validate_rule_name(name: str) -> str:
@@ -59,6 +61,9 @@ class SwitchConfig:
     #: keys CANN takes but that are no pass names (spaces, other characters): they match no pass, so nothing
     #: keeps them; the lint warns of each
     invalid_names: list[str] = field(default_factory=list)
+    #: values CANN accepts with spaces around them and then reads as off (" on"): (section, name) -> the value as
+    #: written; the sections hold "off" for them
+    padded_values: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def section(self, kind: str) -> dict[str, str]:
         """The name -> value map of one kind ('GraphFusion'/'UBFusion'; 'graph'/'ub' accepted)."""
@@ -501,10 +506,11 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                         continue
                     if val.kind == "string" and val.value not in VALUES and val.value.strip() in VALUES:
                         # FE's check trims the value, but its switch map compares it untrimmed with "on"
-                        add("padded-value", f"Switch.{sec}.{name} = {json.dumps(val.value)}: CANN accepts the "
-                            "spaces but then reads anything but exactly \"on\" as off", val.offset, rule=name,
-                            section=sec, severity="warning")
+                        add("padded-value", f"Switch.{sec}.{name} = {json.dumps(val.value)}: {PADDED_VALUE}",
+                            val.offset, rule=name, section=sec, severity="warning")
                         target[name] = "off"
+                        if used:   # (what the file says, for `effective`'s reason)
+                            cfg.padded_values[(sec, name)] = val.value
                         located(name, name_at)
                         continue
                     if val.kind != "string" or val.value not in VALUES:
@@ -704,10 +710,20 @@ def _state_in(name: str, kind: str, config, catalog, builtin) -> tuple[bool, str
     user = config.section(kind) if config is not None else {}
     base = builtin.section(kind) if builtin is not None else catalog.builtin_entries(kind)
     for key in (name, ALL):
-        for entries, who in ((user, "the file"), (base, "the built-in config")):
-            if key in entries:
-                return entries[key] == "on", f"{key}: {entries[key]} in {who} ({kind})"
+        if key in user:
+            return user[key] == "on", _in_file(config, kind, key, kind)
+        if key in base:
+            return base[key] == "on", f"{key}: {base[key]} in the built-in config ({kind})"
     return True, f"not named in {kind}: default on"
+
+
+def _in_file(config: SwitchConfig, kind: str, key: str, where: str) -> str:
+    """``KEY: VALUE in the file (WHERE)`` for ``key`` of the file's ``kind`` section: the value as the file writes
+    it, and for a padded one how CANN reads it (a reason never says the file has "off" where it has " on")."""
+    written = config.padded_values.get((kind, key))
+    if written is None:
+        return f"{key}: {config.section(kind)[key]} in the file ({where})"
+    return f"{key}: {json.dumps(written)} in the file ({where}), which CANN reads as off"
 
 
 def _pattern_state(rule: str, config: SwitchConfig | None) -> tuple[bool, str]:
@@ -722,7 +738,7 @@ def _pattern_state(rule: str, config: SwitchConfig | None) -> tuple[bool, str]:
     section = config.section(GRAPH)
     for key in (rule, ALL):
         if key in section:
-            return section[key] == "on", f"{key}: {section[key]} in the file (GraphFusion; {what})"
+            return section[key] == "on", _in_file(config, GRAPH, key, f"GraphFusion; {what}")
     return True, f"{what}, not named in the file's Switch.GraphFusion: default on"
 
 
