@@ -329,6 +329,17 @@ def test_cfg_effective_quotes_a_padded_value_as_the_file_writes_it(capsys, tmp_p
     assert change["why_b"] == gelu["reason"]
 
 
+@pytest.mark.parametrize("text, args, rule", [('{"Switch":{"GraphFusion":{"Abc":"off"}}}', [], "Abc"),
+                                              ('{"Switch":{"GraphFusion":{"ALL":"off"}}}', ["--rule", "ALL"], "ALL")])
+def test_effective_keeps_the_rule_header_whole_beside_short_names(tmp_path, capsys, text, args, rule):
+    f = tmp_path / "short.cfg"
+    f.write_text(text)
+    rc, out, _ = run(capsys, "cfg", "effective", str(f), *args)
+    [header] = [ln for ln in out.splitlines() if "┃" in ln]
+    assert rc == 0 and [c.strip() for c in header.split("┃")] == ["rule", "effective", "why"]
+    assert any(ln.split("│")[0].strip() == rule for ln in out.splitlines() if "│" in ln)
+
+
 def test_cfg_effective_lists_the_rules_the_files_own_o1_list_keeps_on(capsys, tmp_path):
     """Under "ALL": "off", the file's ExceptionalPassOfO1Level list keeps its rules on: `effective` listed no rule
     ("the file names no rules") unless asked for it by name."""

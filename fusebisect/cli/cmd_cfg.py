@@ -229,7 +229,7 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         from rich.text import Text
 
         console = common.out()
-        longest = max((len(r["rule"]) for r in rows), default=4)
+        longest = max([len("rule"), *(len(r["rule"]) for r in rows)])   # (the header is never folded either)
         # In a pipe or file, whole rule names (grep sees a rule with its state) and the why column beside them,
         # however long the name; in a terminal, a name too long to leave the why column its room wraps rather
         # than squeezing the why column (and the notes in it) away.
