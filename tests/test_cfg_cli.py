@@ -642,3 +642,59 @@ def test_old_format_lines_and_files_cann_accepts(tmp_path, capsys):
         bad.write_text(text)
         rc, _, err = run(capsys, "cfg", "effective", str(bad))
         assert rc == 2 and why in err
+
+
+def _table_rows(out: str) -> list[list[str]]:
+    """Each row of a table: its first cell joined over the lines it is folded on, then its other cells."""
+    rows: list[list[str]] = []
+    for ln in out.splitlines():
+        cells = [c.strip() for c in ln.split("│")]
+        if len(cells) < 2:
+            continue
+        if cells[1]:
+            rows.append(cells)
+        else:   # a folded name (or a why column) going on
+            rows[-1][0] += cells[0]
+    return rows
+
+
+@pytest.mark.parametrize("columns", [20, 30, 40, 45, 60])
+def test_tables_in_a_narrow_terminal_keep_rule_names_and_states(tmp_path, capsys, monkeypatch, columns):
+    """However narrow the terminal, rules list/fired and cfg effective/diff show each rule's name (folded) beside
+    its whole kind and states; a table that cannot fit is as wide as it needs, and the terminal wraps its lines."""
+    import re
+
+    from fusebisect.rules.catalog import default_catalog
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    def run(capsys, *args):   # (the header is bold)
+        rc, out, err = globals()["run"](capsys, *args)
+        return rc, re.sub(r"\x1b\[[0-9;]*m", "", out), err
+
+    found = default_catalog().search("LayerNormGrad", None)
+    rc, out, _ = run(capsys, "rules", "list", "--search", "LayerNormGrad")
+    assert rc == 0 and "┃ kind        ┃ default ┃ can disable" in out
+    assert [row[:4] for row in _table_rows(out)] == [
+        [r.name, r.kind, r.default, "yes" if r.can_disable else "no"] for r in found]
+
+    none, two = tmp_path / "none.cfg", tmp_path / "two.cfg"
+    none.write_text('{"Switch":{"GraphFusion":{}}}')
+    two.write_text('{"Switch":{"GraphFusion":{"LayerNormFusionpass":"off","GeluFusionPass":"off"}}}')
+    rc, out, _ = run(capsys, "cfg", "effective", str(two))
+    rows = _table_rows(out)
+    assert rc == 0 and "┃ effective ┃" in out
+    assert [row[:2] for row in rows] == [["GeluFusionPass", "off"], ["LayerNormFusionpass", "off?"]]
+    rc, out, _ = run(capsys, "cfg", "diff", str(none), str(two))
+    assert rc == 1 and _table_rows(out) == [["GeluFusionPass", "GraphFusion", "on", "off"],
+                                            ["LayerNormFusionpass", "GraphFusion", "on", "off?"]]
+
+    result = tmp_path / "fusion_result.json"
+    result.write_text(json.dumps({"graph_fusion": {LONGEST: {"effect_times": "12", "match_times": "345"}},
+                                  "ub_fusion": {"TbeEltwiseFusionPass": {"effect_times": "1", "match_times": "1"}}}))
+    rc, out, _ = run(capsys, "rules", "fired", str(result))
+    assert rc == 0 and "┃ kind        ┃ effect ┃ match ┃ repo hits ┃ graphs" in out
+    assert sorted(_table_rows(out)) == [[LONGEST, "GraphFusion", "12", "345", "0", "1"],
+                                        ["TbeEltwiseFusionPass", "UBFusion", "1", "1", "0", "1"]]

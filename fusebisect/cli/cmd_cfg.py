@@ -234,11 +234,12 @@ Example: fusebisect cfg effective fusion_switch.cfg --rule GridSampler3DFusionPa
         # however long the name; in a terminal, a name too long to leave the why column its room wraps rather
         # than squeezing the why column (and the notes in it) away.
         width = console.width if console.is_terminal else max(console.width, longest + _EFFECTIVE_SHORT + _WHY_ROOM)
-        console = common.out(width)
         name_width = min(longest, max(12, width - _EFFECTIVE_SHORT - _WHY_MIN))
         # fixed widths: rich, asked to fit wrapping columns with minimum widths, can make the table wider than the
-        # console, which then cuts the why column's lines (words lost at the right edge)
+        # console, which then cuts the why column's lines (words lost at the right edge); a terminal too narrow
+        # for them gets the table as wide as they make it (the terminal wraps its lines: nothing is cut)
         why_width = max(_WHY_MIN, width - _EFFECTIVE_SHORT - name_width)
+        console = common.out(max(width, name_width + _EFFECTIVE_SHORT + why_width))
         table = Table(title=f"{file}" + (f"  (ALL: {all_entries})" if all_entries else ""), show_edge=False)
         table.add_column("rule", overflow="fold", width=name_width)
         table.add_column("effective", no_wrap=True, width=9)
@@ -282,9 +283,12 @@ Example: fusebisect cfg diff good.cfg bad.cfg
 
             # The files' paths head the table as A and B, so the rule names keep the width (whole, never cut).
             console = common.out()
-            if not console.is_terminal:   # a pipe or file: whole lines, so `cfg diff | grep NAME` sees every name
-                longest = max(len(c["rule"]) for c in changes)
-                console = common.out(max(console.width, longest + _DIFF_SHORT))
+            longest = max(len(c["rule"]) for c in changes)
+            # a pipe or file: whole lines, so `cfg diff | grep NAME` sees every name; a terminal too narrow for 12
+            # characters of a name beside the states: the table as wide as that (the terminal wraps its lines)
+            least = longest if not console.is_terminal else min(longest, 12)
+            if console.width < least + _DIFF_SHORT:
+                console = common.out(least + _DIFF_SHORT)
             console.print(f"A: {a}\nB: {b}", markup=False, highlight=False, soft_wrap=True)
             table = Table(show_edge=False)
             table.add_column("rule", overflow="fold")

@@ -40,12 +40,14 @@ Example: fusebisect rules list --kind ub --search conv
         table = Table(show_edge=False)
         console = common.out()
         short = 11 + 7 + 11 + 14   # the short columns (kept whole: `rules list | grep` must see them) and padding
-        longest = max((len(r.name) for r in found), default=4)
+        longest = max([len("name"), *(len(r.name) for r in found)])
         # in a pipe, whole lines (grep sees a rule with all its columns); in a terminal, a long name wraps rather
-        # than being cut or squeezing the short columns away
+        # than being cut or squeezing the short columns away, and in one too narrow for 12 characters of it beside
+        # them the table is as wide as it needs (the terminal wraps its lines: nothing is cut)
         width = console.width if console.is_terminal else longest + short + 120
-        console = common.out(width)
         name_width = min(longest, max(12, width - short))
+        width = max(width, name_width + short)
+        console = common.out(width)
         table.add_column("name", overflow="fold", max_width=name_width)
         for col, col_width in (("kind", 11), ("default", 7), ("can disable", 11)):
             table.add_column(col, no_wrap=True, min_width=col_width)

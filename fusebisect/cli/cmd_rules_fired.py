@@ -44,16 +44,23 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
+        columns = ("kind", "effect", "match", "repo hits", "graphs")
+        rows = [(s.name, s.kind, str(s.effect_times), str(s.match_times), str(s.repository_hit_times),
+                 str(len(s.graphs))) for s in found.values()]
+        # the short columns, kept whole, with the padding and rules of all six
+        short = sum(max([len(col), *(len(row[i]) for row in rows)]) for i, col in enumerate(columns, 1)) + 17
+        longest = max([len("name"), *(len(row[0]) for row in rows)])
         console = common.out()
-        if not console.is_terminal:   # a pipe or file: whole lines, so `rules fired | grep NAME` sees every name
-            longest = max((len(s.name) for s in found.values()), default=4)
-            console = common.out(max(console.width, longest + 60))
+        # a pipe or file: whole lines, so `rules fired | grep NAME` sees every name; a terminal too narrow for 12
+        # characters of a name beside the short columns: the table as wide as that (the terminal wraps its lines)
+        least = longest if not console.is_terminal else min(longest, 12)
+        if console.width < least + short:
+            console = common.out(least + short)
         table = Table(show_edge=False)
         table.add_column("name", overflow="fold")
-        for col in ("kind", "effect", "match", "repo hits", "graphs"):
+        for col in columns:
             table.add_column(col, no_wrap=True, justify="left" if col == "kind" else "right")
-        for s in found.values():
-            table.add_row(s.name, s.kind, str(s.effect_times), str(s.match_times), str(s.repository_hit_times),
-                          str(len(s.graphs)))
+        for row in rows:
+            table.add_row(*row)
         console.print(table)
         common.log(f"{len(found)} rules fired")
