@@ -595,6 +595,26 @@ def test_a_culprit_bad_while_off_is_set_on_and_that_file_is_verified(target, tmp
     assert "production switch file (culprits off, or on for those bad while off)" in text   # it sets one on
 
 
+def test_a_fix_whose_runs_disagree_is_not_said_verified_by_one_final_run(target, tmp_path):
+    """A noisy job runs the production configuration several times; when its runs disagree, the report says how
+    many were GOOD rather than "verified by a final run: GOOD" (the last of them may well have been BAD)."""
+    from fusebisect.search import Search
+
+    target.env.update(T_NEEDED=RULES[2], T_EXIT_BAD="1")   # a fix checked by a run of its own
+    j = session(target, tmp_path, engine=Search).run().run_json
+    verify = next(t for t in j["trials"] if t["trial_dir"] == j["verify"]["trial_dir"])
+    console = Console(record=True, width=300)
+    render_report(console, j)
+    assert "verified by a final run: GOOD" in console.export_text()
+    j["trials"] += [{**verify, "index": verify["index"] + 1, "outcome": "bad"},
+                    {**verify, "index": verify["index"] + 2, "outcome": "good"}]
+    console = Console(record=True, width=300)
+    render_report(console, j)
+    text = console.export_text()
+    assert "verified by a final run" not in text
+    assert "verified: GOOD in 2 of its 3 runs (the others BAD: a noisy job" in text
+
+
 def test_kill_9_of_the_runner_and_resume(target, tmp_path):
     """A real kill -9 of the fusebisect process mid-run (the job kills its parent); the rerun resumes."""
     target.env.update(T_FAULTY=RULES[2], T_KILL_PARENT_AT="4")

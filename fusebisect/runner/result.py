@@ -281,9 +281,20 @@ def render_report(console, run_json: dict, notes: Sequence[str] = (), *, workers
                           + (f" ({v['reason']})" if v["reason"] else ""))
         elif v is not None:
             good = v["outcome"] == "good"
-            console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
-                          f"[/{'green' if good else 'red'}]" + (f" ({escape(v['reason'])})" if v["reason"] else ""),
-                          markup=True)
+            # the runs of that configuration (a noisy job runs it several times): when they disagree, the verdict
+            # is theirs together, not that of one "final" run
+            key = next((t.get("key") for t in j["trials"] if t.get("trial_dir") == v.get("trial_dir")), None)
+            runs = [t["outcome"] for t in j["trials"] if key is not None and t.get("key") == key
+                    and t["outcome"] in ("good", "bad")]
+            if {"good", "bad"} <= set(runs):
+                console.print(f"  verified: [{'green' if good else 'red'}]{v['outcome'].upper()}"
+                              f"[/{'green' if good else 'red'}] in {runs.count(v['outcome'])} of its {len(runs)} runs "
+                              f"(the others {('BAD' if good else 'GOOD')}: a noisy job; the confidence above weighs "
+                              "them all)", markup=True)
+            else:
+                console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
+                              f"[/{'green' if good else 'red'}]" + (f" ({escape(v['reason'])})" if v["reason"] else ""),
+                              markup=True)
     for note in notes or j.get("notes") or []:   # `report` reads them from result.json
         console.print(f"note: {note}", highlight=False)
     console.print(f"journal: {j['journal']}", soft_wrap=True)
