@@ -396,15 +396,15 @@ class Judge:
                            f"{'; '.join(comparison.only_reference)}: nothing in common to compare")
         summary = summarize_dumps(report)
         first = report.first_divergence
-        if first:   # (the first model, in execution order, whose dumps diverge)
+        if first:   # (the first leaf, in execution order, whose dumps diverge)
             where = first.get("op") or first.get("my_op") or first
             return Verdict(BAD, f"dumps diverge at {where}" + (f" ({report.leaf})" if report.leaf else ""),
                            summary)
         if comparison.only_run or comparison.only_reference:
-            # a model one run dumped and the other did not: its tensors were never compared
-            side, models = (("this run", comparison.only_run) if comparison.only_run
+            # a (device, model) one run dumped and the other did not: its tensors were never compared
+            side, leaves = (("this run", comparison.only_run) if comparison.only_run
                             else ("the reference run", comparison.only_reference))
-            return Verdict(INVALID, f"dumps: {side} alone dumped {'; '.join(models)}: those tensors were not "
+            return Verdict(INVALID, f"dumps: {side} alone dumped {'; '.join(leaves)}: those tensors were not "
                            "compared", summary)
         for report in comparison.reports:
             verdict = _unjudged(report)
@@ -416,29 +416,29 @@ class Judge:
 def _unjudged(report) -> str | None:
     """Why a comparison that found no divergence cannot call the run GOOD (tensors that were never compared), or
     None when every tensor was."""
-    model = f"{report.leaf}: " if report.leaf else ""
+    leaf = f"{report.leaf}: " if report.leaf else ""
     if not any(row.compared for row in report.rows):
         # nothing was compared: calling the run GOOD would clear every rule it left on
         first = next((row.fail_reason for row in report.rows if row.fail_reason), "")
-        return (f"dumps: {model}none of the {len(report.rows)} tensors could be compared with the reference "
+        return (f"dumps: {leaf}none of the {len(report.rows)} tensors could be compared with the reference "
                 "run's" + (f" (first reason: {first})" if first else ""))
     # the run's own unread tensors may diverge: GOOD would clear every rule it left on. (A reference file that
     # cannot be read is the same for every run: those tensors are not compared, as in any run.)
     mine = [u for u in report.unreadable if u.get("side") != "golden"]
     if mine:
-        return f"dumps: {model}{len(mine)} dump file(s) could not be read (first: {mine[0]['reason']})"
+        return f"dumps: {leaf}{len(mine)} dump file(s) could not be read (first: {mine[0]['reason']})"
     cut = report.cut_short
     if cut.get("run"):   # its graph ran ops it did not dump: those tensors were never compared
-        return (f"dumps: {model}{len(cut['run'])} op(s) of the run's graph that the reference run dumped have no "
+        return (f"dumps: {leaf}{len(cut['run'])} op(s) of the run's graph that the reference run dumped have no "
                 f"dump here (first: {cut['run'][0]}): its dumps stopped early or miss ops, so those tensors were "
                 "not compared")
     if cut.get("reference"):
-        return (f"dumps: {model}{len(cut['reference'])} op(s) of the reference run's graph that this run dumped "
+        return (f"dumps: {leaf}{len(cut['reference'])} op(s) of the reference run's graph that this run dumped "
                 f"have no dump in the reference (first: {cut['reference'][0]}): the reference's dumps stopped "
                 "early or miss ops, so those tensors were not compared (rerun with --fresh once the job dumps "
                 "every op)")
     if report.not_in_graph:   # the trial's own graph lacks ops it dumped: they were not compared
-        return (f"dumps: {model}{len(report.not_in_graph)} op dump(s) have no op in the run's graph (first: "
+        return (f"dumps: {leaf}{len(report.not_in_graph)} op dump(s) have no op in the run's graph (first: "
                 f"{report.not_in_graph[0]}), so they were not compared")
     return None
 
