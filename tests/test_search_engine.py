@@ -481,3 +481,24 @@ def test_the_target_under_repeat_reads_against_the_runs_it_counts(workers):
     assert f"in {once.executions} runs (target {bound}{at_a_time}):" in once.result.message
     assert (f"in {twice.executions} runs (target {bound} configurations{at_a_time}, {2 * bound} runs at --repeat 2):"
             in twice.result.message), twice.result.message
+
+
+def test_when_every_run_with_one_rule_on_is_invalid_the_runs_with_one_rule_off_decide():
+    """A job that cannot run with a single rule on: every split of the last two suspects is INVALID. Runs with
+    everything on but one suspect still run: the GOOD one shows which suspect every culprit set needs, and the
+    search names it (unconfirmed: its own run cannot be judged) instead of stopping at two suspects."""
+    cands = names(10)
+    culprit = cands[1]
+    target = SimTarget(cands, [frozenset([culprit])])
+
+    def job(off):
+        if len(off) == len(cands) - 1:   # exactly one rule on
+            target.runs.append(frozenset(off))
+            return Outcome.INVALID
+        return target(off)
+
+    s = Search(cands)
+    drive(s, job)
+    assert [c.rules for c in s.result.culprits] == [(culprit,)], s.result.message
+    assert "Too many invalid runs" not in s.result.message
+    assert frozenset([culprit]) in target.runs   # decided by the run with only the culprit off

@@ -32,7 +32,8 @@ The algorithm follows Go's cmd/bisect:
 
 Nothing is inferred except through the monotone model (a BAD set makes its supersets BAD, a GOOD set makes
 its subsets GOOD), and no configuration is run twice unless a repeat is needed. INVALID configurations are
-never treated as BAD: the engine picks a different split. UNKNOWN ones are repeated. ``repeat=N`` runs every
+never treated as BAD: the engine picks a different split; when every split of the last few suspects is INVALID,
+it runs everything but one of them on (GOOD: that one is in every culprit set). UNKNOWN ones are repeated. ``repeat=N`` runs every
 configuration N times and takes the majority (deterministic mode) as long as a configuration's runs agree; runs
 that disagree switch to the noise-aware mode, which weighs every run.
 
@@ -87,6 +88,7 @@ from .noisy import Posterior
 _MAX_SETS = 16          # stop looking for more culprit sets after this many
 _UNKNOWN_REPEATS = 3    # UNKNOWN verdicts tolerated per configuration before it counts as INVALID
 _PRIOR_SINGLES = 2      # prior rules tested on their own before the group search
+_ALL_BUT_TRIES = 3      # suspects run "everything on but it" when every split of the last few is INVALID
 
 
 class _OutOfBudget(Exception):
@@ -584,6 +586,7 @@ class Search:
         lo, hi = self._bounds(order, F)
         lo = 0 if lo is None else lo
         hi = len(order) if hi is None else hi
+        all_but_tried = False
         for a in prior[:_PRIOR_SINGLES]:
             if a in order[lo:hi]:
                 v = yield from self._test((1 << a) | F, "search")
@@ -622,6 +625,18 @@ class Search:
                     choice = (T, cfg)
                     break
             if choice is None:
+                if F == 0 and spec is not None and not all_but_tried:
+                    # every split of these suspects is INVALID (a job that cannot run with few rules on): runs with
+                    # everything on but one suspect are closer to the baseline. GOOD shows that suspect is in
+                    # every culprit set, so every prefix without it is GOOD, which moves the interval's start.
+                    all_but_tried = True
+                    for x in seg[:_ALL_BUT_TRIES]:
+                        if (yield from self._test(spec & ~(1 << x), "search")) is Outcome.GOOD:
+                            break
+                    new_lo, new_hi = self._bounds(order, F)
+                    lo = max(lo, new_lo or 0)
+                    hi = min(hi, hi if new_hi is None else new_hi)
+                    continue
                 self._stuck = seg
                 return None
             T, cfg = choice
