@@ -31,7 +31,7 @@ from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
                                        moved_run_dir, previous_production, set_aside_previous_run,
                                        workdir_lock)
-from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, RunAborted, close,
+from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, close,
                                        unparsed_capture)
 from fusebisect.runner.trial import (PGID_SUFFIX, Execution, ExecResult, ProcessRegistry, TrialPaths, kill_detached,
                                      kill_leftovers, numbered_trial_dirs, read_text, substitute)
@@ -397,7 +397,6 @@ class Session:
         # verdict (journal ``executed`` events): a resume checks its output again instead of running the job again
         self._rechecks: dict[str, TrialRecord] = {}
         self._ran_on: dict[int, str] = {}   # run -> the device its job ran on, when its check ran on another slot
-        self._journaled_executed: set[int] = set()   # runs with an ``executed`` record in the journal
         self._dumps_aside_said = False
 
     # ------------------------------------------------------------------ helpers
@@ -729,29 +728,21 @@ class Session:
             # the job ran to its end: journaled before it is judged, so that a kill -9 while its check (or the
             # dump comparison) runs leaves a resume that checks this output again instead of running the job again
             self._journal_executed(index, off, on, role, paths, result, device)
-        try:
-            m = self.judge.measure(result, paths, env=execution.env, cwd=self.cwd, timeout=self.opts.timeout,
-                                   registry=self.registry)
-        except KeyboardInterrupt:   # Ctrl-C or SIGTERM (Terminated) in this thread while the check ran
-            self._journal_executed(index, off, on, role, paths, result, device)
-            raise
+        # (Ctrl-C or SIGTERM while the check runs raises KeyboardInterrupt here: the run is journaled already)
+        m = self.judge.measure(result, paths, env=execution.env, cwd=self.cwd, timeout=self.opts.timeout,
+                               registry=self.registry)
         if self.registry.stopping:
-            self._journal_executed(index, off, on, role, paths, result, device)
             return index, paths, ExecResult(exit_code=None, seconds=result.seconds, interrupted=True), None
         return index, paths, result, m
 
     def _journal_executed(self, index: int, off: frozenset[str], on: frozenset[str], role: str, paths: TrialPaths,
                           result: ExecResult, device: str | None) -> None:
-        """Journal a run whose job finished but which gets no verdict now (its check aborted the run, or was
-        interrupted): a resume checks that output again rather than running the job again. (Not before the journal
-        began: during the discovery baseline there is no start record yet, and a journal without one is no
-        journal; that baseline runs again.)"""
+        """Journal that a run's job ran to its end, before the run is judged: when it gets no verdict (its check
+        aborted the run, was interrupted, or fusebisect was killed), a resume checks that output again rather than
+        running the job again; once judged, its trial record supersedes this one. (The journal has begun by then:
+        a discovery baseline begins it as soon as its job ends.)"""
         if not self.journal.path.exists():
             return
-        with self._lock:
-            if index in self._journaled_executed:
-                return
-            self._journaled_executed.add(index)
         with contextlib.suppress(OSError, FusebisectError):
             self.journal.append({"event": "executed", "index": index, "key": config_key(off, on), "off": sorted(off),
                                  **({"on": sorted(on)} if on else {}), "role": role, "exit_code": result.exit_code,
@@ -881,13 +872,9 @@ class Session:
                           measurement=m, paths=paths, ignored=self.ignored_rules(off, paths), device=device, on=on,
                           final=final)
         before = self.reference_record()
-        try:
-            self.judge_record(rec)  # a discovery baseline under a relative oracle stays pending until the reference
-        except RunAborted:
-            m = rec.measurement
-            self._journal_executed(index, off, on, role, paths,
-                                   ExecResult(exit_code=m.exit_code, seconds=m.seconds, timed_out=m.timed_out), device)
-            raise
+        # a discovery baseline under a relative oracle stays pending until the reference; RunAborted (the check
+        # asked to abort) leaves the run's 'executed' record, journaled before it was judged, for the resume
+        self.judge_record(rec)
         self.journal.append(rec.to_event())
         if self._stale_outputs:
             # a run resumed after its result (a raised --max-runs) goes on: that result and its reports are no
@@ -1172,7 +1159,6 @@ class Session:
             elif kind == "executed":
                 kept = TrialRecord.from_event(ev)
                 self._rechecks[kept.key] = kept
-                self._journaled_executed.add(kept.index)
         judged = {rec.index for rec in self.records}
         self._rechecks = {k: r for k, r in self._rechecks.items() if r.index not in judged}
         self._rebase()
