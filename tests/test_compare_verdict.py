@@ -703,6 +703,24 @@ def test_the_msaccucmp_engine_judges_its_nan_cells(tmp_path, capsys, msaccucmp):
 
 
 @pytest.mark.msaccucmp
+@pytest.mark.parametrize("mine, golden", [(np.nan, np.inf), (np.inf, -np.inf), (-np.inf, np.nan)])
+def test_the_msaccucmp_engine_tells_nan_from_inf_in_a_tensor(tmp_path, capsys, msaccucmp, mine, golden):
+    """NaN/Inf on both sides of another kind (NaN against Inf, Inf of the other sign) shows in the means of
+    msaccucmp's mean/std cell: a divergence, as with the native engine, not a row left unjudged."""
+    for side, value in (("my", mine), ("gold", golden)):
+        data = X.copy()
+        data[0, 0] = value
+        write_dump(tmp_path / side / f"Add.a.1.0.{TS}", op_name="a", inputs=[], outputs=[data], encoding="nano")
+    seen = []
+    for engine in ([], ["--engine", "msaccucmp", "--msaccucmp", str(msaccucmp.script)]):
+        rc = main(["compare", str(tmp_path / "my"), str(tmp_path / "gold"), "--json", *engine])
+        out = json.loads(capsys.readouterr().out)
+        row = next(t for t in out["tensors"] if t["tensor"] == "a:output:0")
+        seen.append((rc, (out["first_divergence"] or {}).get("tensor"), row["nonfinite"] > 0))
+    assert seen[0] == seen[1] == (1, "a:output:0", True), seen
+
+
+@pytest.mark.msaccucmp
 @pytest.mark.parametrize("mine, golden, diverges", [
     (2.0, 1.25, True), (np.nan, 1.25, True), (1.2501, 1.25, False), (1.0, 0.0, True), (0.0, 0.0, False),
     (0.000402, 0.0004, False), (6e-7, 4e-7, True), (-np.inf, np.inf, True), (np.inf, np.inf, None),

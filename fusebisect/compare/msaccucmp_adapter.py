@@ -244,7 +244,8 @@ def _judge_nan_cells(row: CompareRow) -> None:
       ``nonfinite`` 1, the count is not in the CSV), whatever the cosine (a scalar NaN has cosine 1);
     - "All the data is zero" in one side alone is cosine 0, as the native verdict takes it.
 
-    NaN/Inf on both sides cannot be judged from the cells: the row is not judged and the note says so. An empty
+    NaN/Inf on both sides shows as a divergence when the means are of another kind (NaN against Inf, Inf of
+    the other sign); otherwise the cells cannot judge it: the row is not judged and the note says so. An empty
     tensor ("(nan;nan),(nan;nan)": means of no element) holds no NaN/Inf: its cosine 1 stands, as natively."""
     if row.shape is not None and math.prod(row.shape) == 0:
         return
@@ -275,7 +276,7 @@ def _judge_nan_cells(row: CompareRow) -> None:
     if sides is None:
         row.note = ("msaccucmp's metrics are NaN and its CSV says not why (NaN/Inf in the data?): add "
                     "StandardDeviation to the algorithms, or use the native engine, to tell")
-    elif sides == (True, True):
+    elif sides == (True, True) and not row.nonfinite:
         # its relative-error cells may still be numbers (they skip NaN): no verdict rests on them either
         row.judged = False
         row.note = ("NaN/Inf on both sides: msaccucmp's metrics are NaN whatever the other elements hold (the "
@@ -312,10 +313,12 @@ def _one_side_nonfinite(row: CompareRow) -> tuple[bool, bool] | None:
     mine = not all(math.isfinite(v) for v in stats[:2])
     golden = not all(math.isfinite(v) for v in stats[2:])
     same = stats[0] == stats[2] or (math.isnan(stats[0]) and math.isnan(stats[2]))
-    if mine and golden and _SCALAR_REASON in row.fail_reason and not same:
-        # one value each: -inf against +inf, or NaN against Inf, differ (the cosine says nothing)
+    if mine and golden and not math.isfinite(stats[0]) and not math.isfinite(stats[2]) and not same:
+        # means of another kind: NaN against Inf, -inf against +inf (a scalar's mean is its value): the
+        # tensors' NaN/Inf differ, whatever the cosine (NaN) says
         row.nonfinite = 1
-        row.note = "NaN/Inf unlike the golden's (msaccucmp's mean/std cell of a scalar)"
+        row.note = (f"NaN/Inf unlike the golden's (msaccucmp's mean/std cell: mean {stats[0]} against "
+                    f"{stats[2]}; its CSV does not count them)")
         return mine, golden
     if mine != golden:
         row.nonfinite = 1
