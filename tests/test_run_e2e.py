@@ -601,3 +601,17 @@ def test_dumps_oracle_compares_each_rank_and_model_leaf_for_leaf(capsys, tmp_pat
     assert j["status"] == status, j["message"]
     assert any(reason in (t.get("reason") or "") for t in j["trials"]), [t.get("reason") for t in j["trials"]]
 
+
+
+def test_a_single_candidate_named_from_the_gates_is_not_run_a_third_time(capsys, tmp_path):
+    # one candidate: the gates alone name it (the baseline is "only it on", the reference "only it off"), and
+    # the production file is the reference's configuration. Nothing after the gates accused it, so the
+    # reference run is the verification: no third run of a configuration already judged.
+    job = tmp_path / "job.sh"
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')   # bad until Gelu is off
+    rc, j, err = _run(capsys, "--workdir", str(tmp_path / "w"), "--rules", "GeluFusionPass", "--", "bash", str(job))
+    assert rc == 0 and j["status"] == "found", err
+    assert [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert j["executions"] == 2 and len(j["trials"]) == 2, j["trials"]
+    reference = next(t for t in j["trials"] if t["role"] == "reference")
+    assert j["verify"]["outcome"] == "good" and j["verify"]["trial_dir"] == reference["trial_dir"]

@@ -292,7 +292,12 @@ def render_report(console, run_json: dict, notes: Sequence[str] = (), *, workers
                               f"(the others {('BAD' if good else 'GOOD')}: a noisy job; the confidence above weighs "
                               "them all)", markup=True)
             else:
-                console.print(f"  verified by a final run: [{'green' if good else 'red'}]{v['outcome'].upper()}"
+                # the engine's last run is usually this configuration's; a single candidate's is the reference
+                index = next((t.get("index") for t in j["trials"] if t.get("trial_dir") == v.get("trial_dir")), None)
+                last = max((t.get("index") or 0 for t in j["trials"]), default=0)
+                by = ("a final run" if index is None else f"a final run (run {index})" if index == last
+                      else f"run {index}, of this very configuration")
+                console.print(f"  verified by {by}: [{'green' if good else 'red'}]{v['outcome'].upper()}"
                               f"[/{'green' if good else 'red'}]" + (f" ({escape(v['reason'])})" if v["reason"] else ""),
                               markup=True)
     for note in notes or j.get("notes") or []:   # `report` reads them from result.json
