@@ -60,6 +60,10 @@ def _random_pairs(seed: int = 1234) -> list[tuple[np.ndarray, np.ndarray, tuple]
     big = rng.standard_normal(20011).astype(np.float32) * 30
     pairs.append((big + rng.standard_normal(20011).astype(np.float32), big, (20011,)))
     pairs.append((np.abs(big).astype(np.float16), np.abs(big + 1).astype(np.float16), (20011,)))
+    # means near 1e14: the float64 sums behind StandardDeviation show their order in the last decimals, and
+    # past one leaf of the default chunk too
+    huge = (np.random.default_rng(1).standard_normal(100003) * 1e15 + 3e14).astype(np.float32)
+    pairs.append((huge, (huge * np.float32(1.0001)).astype(np.float32), (100003,)))
     return pairs
 
 

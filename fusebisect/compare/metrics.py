@@ -149,7 +149,8 @@ def _tree_reduce(lo: int, hi: int, leaf: Callable[[int, int], dict], combine: Ca
 
 
 _SUM32 = "s"   # key prefixes: float32 pairwise sums
-_SUM64 = "d"   # float64 sums (StandardDeviation; order-insensitive at 3 decimals)
+_SUM64 = "d"   # float64 sums
+_BUFSIZE = 8192   # numpy's default ufunc buffer (np.getbufsize()): the blocks of a casting reduction
 _MAX = "M"
 _MIN = "m"
 
@@ -514,11 +515,23 @@ def _tree_stats(x, y, plan: _Plan, n: int, chunk: int) -> tuple[dict, dict, obje
             out["Mx"], out["mx"] = a.max(), a.min()
             out["My"], out["my"] = b.max(), b.min()
         if plan.std:
-            out["dx"] = np.add.reduce(a, dtype=np.float64)
-            out["dy"] = np.add.reduce(b, dtype=np.float64)
+            # numpy's float64 sum of float32 data casts it in buffers of _BUFSIZE elements and adds their
+            # pairwise sums one after the other: the buffers starting in this slice, in order
+            for start in range(-(-lo // _BUFSIZE) * _BUFSIZE, hi, _BUFSIZE):
+                end = min(start + _BUFSIZE, n)
+                inside = end <= hi
+                bx = a[start - lo:end - lo] if inside else _f32(x[start:end])
+                by = b[start - lo:end - lo] if inside else _f32(y[start:end])
+                buffers.append((np.add.reduce(bx, dtype=np.float64), np.add.reduce(by, dtype=np.float64)))
         return out
 
+    buffers: list[tuple[np.float64, np.float64]] = []   # leaves run in order: so do their buffers
     p1 = _tree_reduce(0, n, leaf1, _combine, chunk)
+    if plan.std:
+        p1["dx"], p1["dy"] = buffers[0]
+        for bx, by in buffers[1:]:
+            p1["dx"] += bx
+            p1["dy"] += by
     nx, ny, kl_params = _pass1_norms(p1, plan)
     need_cos = plan.cos and _cosine_zero_checks(nx, ny, "", "")[0] is None
     mean_x = mean_y = None
