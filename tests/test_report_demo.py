@@ -258,7 +258,8 @@ def test_report_names_a_damaged_journal_and_hand_edits_that_change_its_meaning(d
         assert "journal.jsonl holds no complete record" in err and "not the workdir" not in err
     records = [json.loads(line) for line in (demo_dumps / "journal.jsonl").read_text().splitlines()]
     records = [r for r in records if r["event"] not in ("result", "verdict")]
-    for edit, why in ((lambda rs: rs[0].update(candidates="abc"), "candidates is not a list of rule names"),
+    for edit, why in ((lambda rs: rs[0].update(candidates="abc"),
+                       "line 1: 'candidates' must be a list of rule names, not \"abc\""),
                       (lambda rs: rs.insert(2, {"event": "trial"}), "'index' must be a run number (a positive integer), not None")):
         edited = tmp_path / f"edited{len(why)}"
         edited.mkdir()

@@ -64,7 +64,18 @@ def test_corruption_in_the_middle_is_an_error(tmp_path):
                           ('{"event": "result", "culprits": "x"}', "'culprits' must be a list"),
                           ('{"event": "executed", "index": "x"}', "'index' must be a run number"),
                           ('{"event": "verdict", "index": 0}', "'index' must be a run number"),
-                          ('{"event": "start", "command": "python x"}', "'command' must be a list of strings")):
+                          ('{"event": "start", "command": "python x"}', "'command' must be a list of strings"),
+                          ('{"event": "trial", "index": 2, "trial_dir": 7}', "'trial_dir' must be a path \\(a string\\), "
+                           "not 7"),
+                          ('{"event": "trial", "index": 2, "metric": "x"}', "'metric' must be a number, \"nan\""),
+                          ('{"event": "trial", "index": 2, "curve": [1, {}]}', "'curve\\[1\\]' must be a number"),
+                          ('{"event": "executed", "index": 2, "seconds": "x"}', "'seconds' must be a number of "),
+                          ('{"event": "executed", "index": 2, "exit_code": {}}', "'exit_code' must be an exit status"),
+                          ('{"event": "executed", "index": 2, "key": {}}', "'key' must be a configuration key"),
+                          ('{"event": "start", "workers": "x"}', "'workers' must be a whole number"),
+                          ('{"event": "start", "workdir": 1}', "'workdir' must be a path"),
+                          ('{"event": "start", "options": []}', "'options' must be an object"),
+                          ('{"event": "dumps", "rows": 3}', "'rows' must be a list")):
         path.write_text('{"event": "start"}\n' + line + "\n")
         with pytest.raises(JournalError, match=f"line 2: {message}"):
             Journal(path).load()

@@ -9,6 +9,7 @@ loading. The search state is a fold over these events, so rerunning the same com
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -86,7 +87,7 @@ class Journal:
                                    f"(--fresh)", path=self.path) from None
             if not isinstance(obj, dict) or "event" not in obj:
                 raise JournalError(f"line {number + 1} is not a journal event", path=self.path)
-            problem = _field_problem(obj)
+            problem = _field_problem(obj) or _schema_problem(obj)
             if problem:
                 raise JournalError(f"line {number + 1}: {problem}; fix or move the journal aside (--fresh)",
                                    path=self.path)
@@ -257,6 +258,38 @@ def _field_problem(record: dict) -> str | None:
             if record.get(key) is not None and not isinstance(record.get(key), list):
                 return f"'{key}' must be a list"
     return None
+
+
+@functools.cache
+def _event_validator():
+    """The validator of ``data/journal_event.schema.json`` (the types of the fields a resume or report reads)."""
+    import importlib.resources
+
+    import jsonschema
+
+    text = importlib.resources.files("fusebisect").joinpath("data/journal_event.schema.json").read_text("utf-8")
+    return jsonschema.Draft202012Validator(json.loads(text))
+
+
+def _schema_problem(record: dict) -> str | None:
+    """The first field of ``record`` whose type the journal's schema does not allow (a hand edit), or None."""
+    errors = sorted(_event_validator().iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return None
+    error = errors[0]
+    path = list(error.absolute_path)
+    if not path:
+        return error.message
+    where = str(path[0]) + "".join(f"[{p!r}]" for p in path[1:])
+    described = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if described:
+        return f"'{where}' must be {described}, not {_short(error.instance)}"
+    return f"'{where}': {error.message}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def set_aside_previous_run(workdir: str | os.PathLike[str],
