@@ -2073,11 +2073,13 @@ class Session:
             # turned off is set explicitly on, a configuration no search run had: it gets its own run, within
             # the budget (--max-runs counts it).
             verify = self.observed(off, on)
-            if verify is not None and off == self.all_off and not on and len(self.candidates) > 1:
+            if verify is not None and off == self.all_off and not on and (
+                    len(self.candidates) > 1 or self._flaky_search or self.opts.repeat > 1):
                 # every candidate named: the production file is the reference's configuration, judged at the
                 # start (GOOD by definition under a relative oracle). A job that started failing for another
                 # reason (a lost device, a missing file) looks like this: run it again (once: a rerun finds it).
-                # A single candidate is named by the gates themselves, no later run: its reference run stands.
+                # A single candidate of a deterministic job is named by the gates themselves, no later run: its
+                # reference run stands (a noisy job's fix gets a run of its own, as any other).
                 self.notes.append("every candidate rule was named a culprit: the all-off configuration is run "
                                   "again to check the job did not start failing for another reason")
                 verify = None
