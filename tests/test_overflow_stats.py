@@ -172,3 +172,19 @@ def test_the_overflow_command_knows_which_passes_are_locked(tmp_path, capsys, mo
     main(["overflow", str(tmp_path / "d"), "--graph", str(tmp_path / "g"), "--json"])
     capsys.readouterr()
     assert "AReduceMeanFusionPass" in seen["locked"] and "LayerNormFusionPass" not in seen["locked"]
+
+
+def test_diagnosis_never_calls_tensors_the_dump_left_out_clean():
+    # dump_mode output (CANN's default) dumps no inputs, dump_mode input no outputs: neither side is then clean
+    d = diagnose([], [_st("output", 0, pos_inf=1)], op_type="Mul")
+    assert "Inputs are clean" not in d and "keep Mul in float32" in d
+    assert d.startswith("Its dump holds no inputs (dump_mode output leaves them out), so a problem starting "
+                        "upstream is not ruled out; and float16 output 0 overflows")
+    d = diagnose([], [_st("output", 0)], op_type="Mul")
+    assert "inputs or outputs" not in d and "its dump holds no inputs" in d and "upstream" in d
+    d = diagnose([_st("input", 0), _st("input", 1)], [], op_type="Mul")
+    assert "intermediate step (e.g." not in d and d.startswith(
+        "No NaN/Inf/65504 in the inputs, but its dump holds no outputs (dump_mode input leaves them out): dump "
+        "them too (dump_mode all)")
+    d = diagnose([_st("input", 0, nan=1)], [], op_type="Mul")   # an abnormal input still says upstream
+    assert d.startswith("Input already abnormal (input 0: 1 NaN)")

@@ -389,7 +389,11 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
         # an input that could not be decoded is not known to be clean: the problem may start upstream
         unknown_in = [s for s in inputs if s.error]
         why = unknown_in[0].error.removeprefix(f"input {unknown_in[0].index}: ") if unknown_in else ""
-        clean = ("Inputs are clean but" if not unknown_in else
+        # a dump holds what dump_mode asked for: no input (or output) in it is not a clean one
+        no_in = "Its dump holds no inputs (dump_mode output leaves them out)"
+        no_out = "its dump holds no outputs (dump_mode input leaves them out)"
+        clean = ("Inputs are clean but" if inputs and not unknown_in else
+                 f"{no_in}, so a problem starting upstream is not ruled out; and" if not inputs else
                  f"Input {unknown_in[0].index} could not be inspected ({why}), so a problem starting upstream is "
                  f"not ruled out; and")
         if bad_in:
@@ -409,6 +413,14 @@ def diagnose(inputs: Sequence[TensorStats], outputs: Sequence[TensorStats], *, o
             parts.append(f"The matched op dump could not be read ({unreadable}): its tensors cannot be inspected.")
         elif not inputs and not outputs:
             parts.append("The matched op dump holds no tensors to inspect.")
+        elif not outputs:
+            seen = (f"Input {unknown_in[0].index} could not be inspected ({why}) and" if unknown_in else
+                    "No NaN/Inf/65504 in the inputs, but")
+            parts.append(f"{seen} {no_out}: dump them too (dump_mode all) to tell an overflowing output from "
+                         f"an intermediate step.")
+        elif not inputs:
+            parts.append(f"No NaN/Inf/65504 in the outputs; {no_in[0].lower()}{no_in[1:]}: the problem may start "
+                         f"upstream, or in an intermediate step.")
         elif unknown_in:
             parts.append(f"No NaN/Inf/65504 in the outputs, but input {unknown_in[0].index} could not be inspected "
                          f"({why}): the problem may start upstream, or in an intermediate step.")
