@@ -297,6 +297,18 @@ def test_cli_rules_fired_table_shows_names_as_they_are_and_whole_in_a_pipe(tmp_p
         assert any(line.split()[0] == name for line in lines if line.split()), name
 
 
+def test_cli_inspect_graph_list_keeps_pass_names_whole_in_a_pipe(tmp_path, capsys):
+    """`inspect graph --fused | grep NAME` finds the op a pass fused: in a pipe no name is folded in two."""
+    passes = ["AReduceMeanFusionPass", "MulSquareFusionPass", "LayerNormFusionPass"]
+    g = tmp_path / "ge_proto_00000001_Build.txt"
+    g.write_text(_graph_text([("ln_LayerNorm_with_a_rather_long_scope_name", passes, "TbeEltwiseFusionPass"),
+                              ("relu", [], None)]))
+    assert main(["inspect", "graph", str(g), "--fused"]) == 0
+    out = capsys.readouterr().out
+    for name in [*passes, "TbeEltwiseFusionPass", "ln_LayerNorm_with_a_rather_long_scope_name"]:
+        assert sum(name in line for line in out.splitlines()) == 1, (name, out)
+
+
 def test_cli_inspect_graph_op_json(tmp_path, capsys):
     g = tmp_path / "ge_proto_00000001_Build.txt"
     g.write_text(_graph_text([("layer1/conv.fused", ["ConvBatchnormFusionPass"], "AutomaticUbFusion"),

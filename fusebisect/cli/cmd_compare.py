@@ -70,7 +70,7 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
         # cut short for the table, marked so: a path cut mid-way reads as another, real one (--csv/--json keep it)
         table.add_row(str(row.index), row.my_op, row.tensor, golden, fmt_metric(row.cosine), fmt_metric(row.max_abs_error),
                       reason if len(reason) <= 80 else reason[:79] + "…", style=style)
-    console.print(table)
+    common.print_table(table)
     unjudged = sum(1 for r in report.rows if r.compared and not r.judged)
     if fd is None:
         compared = len(report.rows) - skipped - unjudged

@@ -121,7 +121,7 @@ def _render_list(graph, ops, limit: int) -> None:
         table.add_row(str(op.id) if op.id is not None else "-", op.name, op.type, ", ".join(op.pass_names) or "",
                       op.ub_pass_name or "", str(len(op.original_op_names)) if op.original_op_names else "",
                       style=style)
-    common.out().print(table)
+    common.print_table(table)
     if len(shown) < len(ops):
         common.log(f"showing {len(shown)} of {len(ops)} ops (--limit 0 shows all)")
 

@@ -44,6 +44,19 @@ def out(width: int | None = None) -> Console:
     return _console(sys.stdout, width)
 
 
+def print_table(table: Any) -> None:
+    """Print ``table`` on stdout; in a pipe or a file as wide as its longest row, so no name is folded in two
+    (``| grep NAME`` finds every one); in a terminal folded to its width."""
+    from rich.measure import Measurement
+
+    console = out()
+    if not console.is_terminal:
+        need = Measurement.get(console, console.options.update(max_width=1 << 20), table).maximum
+        if need > console.width:
+            console = out(need)
+    console.print(table)
+
+
 def err() -> Console:
     """The console for progress and log lines (stderr)."""
     return _console(sys.stderr)
