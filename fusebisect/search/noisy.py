@@ -152,7 +152,8 @@ class Posterior:
         Candidates are ordered by (forward - reverse) posterior mass, plus the mass of the pairs they belong to;
         turning on a prefix of that order gives every achievable P(BAD) from "all off" to "all on" (a pair
         counts from the prefix holding both). The prefixes whose P(BAD) is nearest 1/2 (or nearest the
-        quantiles j/(count+1) for parallel rounds) are the most informative.
+        quantiles j/(count+1) for parallel rounds) are the most informative; the alternatives after them
+        include "everything on but r" for the three leading rules r.
         """
         n = self.n
         diff = post[:n] - post[n:2 * n]
@@ -178,8 +179,20 @@ class Posterior:
                     seen.add(int(j))
                     out.append((float(q[j]), [int(x) for x in order[:j]]))
                     break
-        for j in ranked:  # extra alternatives (used when a preferred one is INVALID)
-            if int(j) not in seen and len(out) < count + 6:
-                seen.add(int(j))
-                out.append((float(q[j]), [int(x) for x in order[:j]]))
+        # extra alternatives, used when a preferred one is INVALID: the other prefixes and, for the leading rules,
+        # "everything on but it", nearest 1/2 first. When the run with only the leader on cannot be judged, those
+        # still tell it alone from it with a partner (the partner off, the leader on), where every prefix that
+        # holds the leader holds its likeliest partner too
+        extra = [(abs(float(q[j]) - 0.5), 0, float(q[j]), [int(x) for x in order[:j]])
+                 for j in ranked if int(j) not in seen]
+        fwd, rev = post[:n], post[n:2 * n]
+        q_but = fwd.sum() - fwd + rev + post[self.always_index]
+        if pair_post is not None:
+            q_but = q_but + pair_post.sum() - (np.bincount(self._iu[0], pair_post, n)
+                                               + np.bincount(self._iu[1], pair_post, n))
+        for rank, r in enumerate(order[:3]):
+            on = [int(x) for x in order if x != r]
+            extra.append((abs(float(q_but[r]) - 0.5), 1 + rank, float(q_but[r]), on))
+        extra.sort(key=lambda e: (e[0], e[1]))
+        out.extend((qv, on) for _d, _k, qv, on in extra[:max(0, count + 6 - len(out))])
         return out
