@@ -515,3 +515,20 @@ def test_keys_cann_checks_trimmed_and_names_it_never_matches_are_taken_and_do_no
     assert legacy.invalid_names == ["My Pass"] and legacy.graph == {"GeluFusionPass": "off"}
     with pytest.raises(SwitchFileError, match="appears twice"):
         parse_switch_text("My Pass:off\nMy Pass:on\n")
+
+
+@pytest.mark.parametrize("space", ["\u3000", "\u00a0"])
+def test_only_ascii_whitespace_is_what_cann_trims(space):
+    """FE trims keys and values with C's isspace on the file's bytes: a full-width (U+3000, an IME's space) or
+    no-break (U+00A0) space stays, so "off" followed by one is neither on nor off and CANN rejects the file,
+    in both formats; a section or top-level key padded with one is no key CANN checks."""
+    for text in ('{"Switch":{"GraphFusion":{"GeluFusionPass":"off%s"}}}' % space, f"GeluFusionPass:off{space}\n"):
+        report = check_switch_text(text, TOY)
+        assert any(p.severity == "error" and "must be exactly" in p.message for p in report.problems), report.problems
+        with pytest.raises(SwitchFileError, match="must be exactly"):
+            parse_switch_text(text)
+    report = check_switch_text('{"Switch%s":{"GraphFusion":{"GeluFusionPass":"off"}}}' % space, TOY)
+    assert any(p.severity == "error" and "top-level key" in p.message for p in report.problems), report.problems
+    # ASCII padding is still what FE takes off: a warning, the file compiles
+    report = check_switch_text('{"Switch":{"GraphFusion":{"GeluFusionPass":"off\\t"}}}', TOY)
+    assert not [p for p in report.problems if p.severity == "error"], report.problems

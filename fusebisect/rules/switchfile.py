@@ -30,6 +30,9 @@ RULE_NAME_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
 TOP_LEVEL_KEYS = ("Switch", "Priority", "ExceptionalPassOfO1Level")
 ALL = "ALL"
 VALUES = ("on", "off")
+# the whitespace FE's Trim takes off a key or value: C's isspace on the file's bytes (ASCII only); a full-width
+# (U+3000) or no-break (U+00A0) space stays, so "off\u3000" is neither on nor off
+_TRIM = " \t\n\v\f\r"
 #: why a value with spaces around "on"/"off" reads as off
 PADDED_VALUE = "CANN accepts the spaces but then reads anything but exactly \"on\" as off"
 
@@ -385,7 +388,7 @@ def _check_priority(node: Node, add) -> None:
             continue   # the schema names the type
         seen: dict[str, str] = {}    # pass name -> the level that named it first
         for level, _level_at, passes in _kept_pairs(levels, twice_at(f"Priority.{sec}.")):
-            bounds = PRIORITY_RANGES.get(level.strip())
+            bounds = PRIORITY_RANGES.get(level.strip(_TRIM))
             if bounds is None or passes.kind != "object":
                 continue
             def twice(name, at, sec=sec, level=level):
@@ -394,19 +397,19 @@ def _check_priority(node: Node, add) -> None:
 
             for name, name_at, val in _kept_pairs(passes, twice):
                 label = f"Priority.{sec}.{level}.{name}"
-                key = name.strip()
+                key = name.strip(_TRIM)
                 if key in seen:
                     add("duplicate", f"{label} is also in {seen[key]}: CANN rejects the file (a pass may have one "
                         "priority level)", name_at)
-                seen.setdefault(key, level.strip())
-                text = val.value.strip() if val.kind == "string" else None
+                seen.setdefault(key, level.strip(_TRIM))
+                text = val.value.strip(_TRIM) if val.kind == "string" else None
                 if text is None or not re.fullmatch(r"-?[0-9]+", text):
                     shown = json.dumps(val.value) if val.kind != "object" else "an object"
                     hint = f" (write \"{val.value}\")" if val.kind == "number" and isinstance(val.value, int) else ""
                     add("priority", f"{label} = {shown}: CANN needs a string holding an integer{hint}", val.offset)
                 elif len(text) > 12 or not bounds[0] <= int(text) < bounds[1]:   # (int() refuses 4300+ digits)
                     shown = text if len(text) <= 12 else f"{text[:12]}... ({len(text)} digits)"
-                    add("priority", f"{label} = {shown}: a {level.strip()} priority must be in "
+                    add("priority", f"{label} = {shown}: a {level.strip(_TRIM)} priority must be in "
                         f"[{bounds[0]}, {bounds[1]})", val.offset)
 
 
@@ -440,10 +443,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
         # FE checks the keys trimmed, but reads its switch map, priorities and exceptions by the exact keys: a
         # padded key passes the check, its part is checked too, and then nothing of it is used
         keep = key in TOP_LEVEL_KEYS
-        if not keep and key.strip() in TOP_LEVEL_KEYS:
+        if not keep and key.strip(_TRIM) in TOP_LEVEL_KEYS:
             add("padded-key", f"top-level key {key!r}: CANN checks it without the spaces but reads only "
-                f"{key.strip()!r} exactly, so this part of the file does nothing", key_at, severity="warning")
-            key = key.strip()
+                f"{key.strip(_TRIM)!r} exactly, so this part of the file does nothing", key_at, severity="warning")
+            key = key.strip(_TRIM)
         elif not keep:
             hint = next((k for k in TOP_LEVEL_KEYS if k.lower() == key.lower()), None)
             add("top-level-key", f"top-level key {key!r} is not allowed: CANN accepts only Switch, Priority and "
@@ -459,11 +462,11 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
             for sec, sec_at, sec_node in _kept_pairs(node, sec_twice):
                 used = keep and sec in KINDS
                 padded = repr(raw_key) if not keep else f"Switch.{sec!r}"   # (the key CANN does not read)
-                if sec not in KINDS and sec.strip() in KINDS:
+                if sec not in KINDS and sec.strip(_TRIM) in KINDS:
                     add("padded-key", f"section {sec!r} in Switch: CANN checks it without the spaces but reads "
-                        f"only {sec.strip()!r} exactly, so its entries do nothing", sec_at, section=sec.strip(),
+                        f"only {sec.strip(_TRIM)!r} exactly, so its entries do nothing", sec_at, section=sec.strip(_TRIM),
                         severity="warning")
-                    sec = sec.strip()
+                    sec = sec.strip(_TRIM)
                 elif sec not in KINDS:
                     hint = next((k for k in KINDS if k.lower() == sec.lower()), None)
                     add("section", f"unknown section {sec!r} in Switch: expected GraphFusion or UBFusion"
@@ -489,22 +492,22 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                 for name, name_at, val in _kept_pairs(sec_node, twice):
                     if not RULE_NAME_RE.fullmatch(name):
                         # CANN stores the name as it is, which matches no pass (its value is still checked)
-                        fix = (f" (did you mean {name.strip()!r}?)" if name.strip() != name and
-                               RULE_NAME_RE.fullmatch(name.strip()) else "")
+                        fix = (f" (did you mean {name.strip(_TRIM)!r}?)" if name.strip(_TRIM) != name and
+                               RULE_NAME_RE.fullmatch(name.strip(_TRIM)) else "")
                         add("rule-name", f"{name!r} in Switch.{sec} is no pass name (only letters, digits and _ . : "
                             f"- are): CANN takes the file, but the entry matches no pass and does nothing{fix}",
                             name_at, rule=None, section=sec, severity="warning")
                         cfg.invalid_names.append(name)
                         if fix:   # the rule it was meant for: `effective` lists it, with why this entry is void
-                            cfg.ignored.setdefault(name.strip(), f"written as {name!r}: CANN keeps the spaces in the "
+                            cfg.ignored.setdefault(name.strip(_TRIM), f"written as {name!r}: CANN keeps the spaces in the "
                                                                  "name, which matches no pass, so this entry does "
                                                                  "nothing")
-                        if val.kind != "string" or val.value.strip() not in VALUES:
+                        if val.kind != "string" or val.value.strip(_TRIM) not in VALUES:
                             shown = json.dumps(val.value) if val.kind != "object" else "an object"
                             add("invalid-value", f"Switch.{sec}[{name!r}] = {shown}: the value must be exactly "
                                 "\"on\" or \"off\"", val.offset, section=sec)
                         continue
-                    if val.kind == "string" and val.value not in VALUES and val.value.strip() in VALUES:
+                    if val.kind == "string" and val.value not in VALUES and val.value.strip(_TRIM) in VALUES:
                         # FE's check trims the value, but its switch map compares it untrimmed with "on"
                         add("padded-value", f"Switch.{sec}.{name} = {json.dumps(val.value)}: {PADDED_VALUE}",
                             val.offset, rule=name, section=sec, severity="warning")
@@ -564,13 +567,13 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
     where = {} if where is None else where
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.split("\n"), start=1):
-        if bom and lineno == 1 and not raw.strip():   # FE's line reader keeps a byte-order mark: a line of it
+        if bom and lineno == 1 and not raw.strip(_TRIM):   # FE's line reader keeps a byte-order mark: a line of it
             problems.append(Problem("error", "syntax", "a byte-order mark alone on the first line: CANN's "
                                     "old-format reader fails the whole file on it", 1, 1))
             continue
         if not raw:
             continue
-        s = raw.strip()
+        s = raw.strip(_TRIM)
         if not s:
             problems.append(Problem("error", "syntax", "a blank line of spaces or a carriage return (CRLF): CANN's "
                                     "old-format reader skips only empty lines, and this one fails the whole file",
@@ -579,7 +582,7 @@ def _interpret_legacy(text: str, problems: list[Problem], where: dict | None = N
         raw = raw.rstrip("\r")
         col = raw.index(s[0]) + 1
         name, sep, value = s.partition(":")
-        name, value = name.strip(), value.strip()
+        name, value = name.strip(_TRIM), value.strip(_TRIM)
         commented = name.startswith(("#", "//", "/*"))   # the format has no comments: FE reads the line as any other
         if sep and not name and value in VALUES:
             problems.append(Problem("warning", "no-name", f"{s!r} names no pass: CANN skips the line", lineno, col))
