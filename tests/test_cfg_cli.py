@@ -381,6 +381,10 @@ def test_cfg_effective_flags_misspelt_and_misplaced_names(capsys, tmp_path):
     assert note.startswith("Switch.UBFusion.ALL = off leaves on the passes CANN's built-in config names \"on\""), note
     rc, out, err = run(capsys, "cfg", "effective", str(f), "--rule", "ALL")
     assert rc == 0 and "off?" not in out
+    # sections that disagree: the reason says both, not only the one that said on
+    f.write_text('{"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "on"}}}', encoding="utf-8")
+    assert effective_rows(capsys, f, "--rule", "ALL")["ALL"]["reason"] == (
+        "kind unknown, on in one section only: ALL: on in the file (UBFusion); ALL: off in the file (GraphFusion)")
 
 
 def test_cfg_diff(capsys, tmp_path):

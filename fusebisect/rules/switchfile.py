@@ -768,7 +768,10 @@ def explain_state(rule: str, config: SwitchConfig | None, catalog: Catalog, *, k
     if all(not on for on, _ in states):
         return False, "off in both sections (kind unknown)"
     on = [why for on, why in states if on]
-    return True, f"kind unknown and on in at least one section: {on[0]}"
+    off = [why for on, why in states if not on]
+    if off:   # (ALL itself, or a custom name in both sections): say both, not the one that said on
+        return True, f"kind unknown, on in one section only: {on[0]}; {off[0]}"
+    return True, f"kind unknown, on in both sections: {on[0]}"
 
 
 def _o1_list_switches(config: SwitchConfig, catalog: Catalog) -> bool:
