@@ -569,6 +569,13 @@ def test_diff_marks_names_the_catalog_lacks(tmp_path, capsys):
     text = " ".join(out.split())
     assert "LayerNormFusionpass │ GraphFusion │ on │ off?" in text
     assert "1 rules change state (1 of them not in the catalog: a custom pass, or a misspelt name" in text
+    # a name the catalog cannot place, in both sections: two rows, one rule
+    b.write_text('{"Switch":{"GraphFusion":{"MyPass":"off"},"UBFusion":{"MyPass":"off"}}}', encoding="utf-8")
+    a.write_text("{}", encoding="utf-8")
+    rc, out, _ = run(capsys, "cfg", "diff", str(a), str(b))
+    text = " ".join(out.split())
+    assert rc == 1 and "MyPass │ GraphFusion" in text and "MyPass │ UBFusion" in text
+    assert "1 rules change state in 2 rows (per section for a name the catalog cannot place) (1 of them" in text
 
 
 def test_json_of_effective_and_diff_says_when_cann_rejects_the_file(tmp_path, capsys):

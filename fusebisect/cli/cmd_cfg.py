@@ -300,8 +300,12 @@ Example: fusebisect cfg diff good.cfg bad.cfg
                 table.add_row(c["rule"], c["kind"], c["a"] + mark * (c["a"] == "off"),
                               c["b"] + mark * (c["b"] == "off"))
             console.print(table)
-            unknown = [c["rule"] for c in changes if not c["in_catalog"]]
-            common.out().print(f"{len(changes)} rules change state" + (
+            # rules, not rows: a name the catalog cannot place is compared in each section it may be in
+            names = list(dict.fromkeys(c["rule"] for c in changes))
+            unknown = list(dict.fromkeys(c["rule"] for c in changes if not c["in_catalog"]))
+            rows = f" in {len(changes)} rows (per section for a name the catalog cannot place)" \
+                if len(changes) != len(names) else ""
+            common.out().print(f"{len(names)} rules change state{rows}" + (
                 f" ({len(unknown)} of them not in the catalog: a custom pass, or a misspelt name that does nothing; "
                 "`fusebisect cfg check` says which)." if unknown else "."), soft_wrap=True)
         raise typer.Exit(1 if changes else 0)
