@@ -245,6 +245,15 @@ def test_markdown_cells_hold_data_as_text_and_every_report_shows_confidence_alik
     assert len(rows) == 2 and all(r.endswith(" |") for r in rows), rows   # the culprit's and the divergence's
     assert "<b>" not in md and "&lt;b&gt;&amp;" in md and "f\\| &lt;b&gt;" in md
     assert "| 1.000 |" in md and "<td>1.000</td>" in render_run(view)
+    # prose outside the tables too: a path in a message or note is text, not HTML or emphasis
+    view = RunView(result={"status": "inconclusive", "message": "rerun in /tmp/md<b>x</b>/w*1*",
+                           "notes": ["/tmp/a_b_c/fusion_switch.cfg no longer holds [it](x)"]},
+                   excluded=[{"rule": "A_KerasMomentumLossscaleFusionPass", "reason": "forbidden-close <always>"}])
+    md = render_run_markdown(view)
+    assert "<b>" not in md and "<always>" not in md
+    assert "**inconclusive**: rerun in /tmp/md&lt;b&gt;x&lt;/b&gt;/w\\*1\\*" in md
+    assert "- /tmp/a\\_b\\_c/fusion\\_switch.cfg no longer holds \\[it\\](x)" in md
+    assert "- A\\_KerasMomentumLossscaleFusionPass: forbidden-close &lt;always&gt;" in md
 
 
 def test_report_names_a_damaged_journal_and_hand_edits_that_change_its_meaning(demo_dumps, tmp_path, capsys):

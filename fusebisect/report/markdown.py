@@ -20,6 +20,15 @@ def _cell(value) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
+def _text(value) -> str:
+    """Prose from data (a message, a note naming a path): shown as text, never read as HTML or as Markdown
+    emphasis, links or code (a '*' in a workdir name, '_' in a rule name)."""
+    text = " ".join(str(value).splitlines()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "\\`*_[]~":
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
 def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | None = None) -> str:
     """Markdown text of a run report: verdict, culprits, executions, repro commands, production cfg, the dump
     comparison's first divergence and the command (the HTML's facts, no plots)."""
@@ -28,22 +37,23 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
     status = view.status
     culprits = result.get("culprits") or []
     if status == "found":
-        lines.append("**Culprit found:** " + "; ".join(" + ".join(c.get("rules") or []) for c in culprits))
+        lines.append("**Culprit found:** " + "; ".join(" + ".join(_text(r) for r in c.get("rules") or [])
+                                                        for c in culprits))
         if result.get("message"):
-            lines += ["", str(result["message"])]
+            lines += ["", _text(result["message"])]
     elif status == "running":
-        lines.append(f"**Run not finished**: {unfinished_text(view)}")
+        lines.append(f"**Run not finished**: {_text(unfinished_text(view))}")
     else:
-        lines.append(f"**{status.replace('_', ' ')}**: {result.get('message', '')}")
+        lines.append(f"**{status.replace('_', ' ')}**: {_text(result.get('message', ''))}")
     lines.append("")
     executions, candidates = execution_facts(view)
     lines.append(f"{executions}, {candidates}.")
     lines.append("")
     if result.get("notes"):
-        lines += ["## Notes", "", *(f"- {n}" for n in result["notes"]), ""]
+        lines += ["## Notes", "", *(f"- {_text(n)}" for n in result["notes"]), ""]
     if view.excluded:
         lines += ["## Rules kept out of the search", "",
-                  *(f"- {e.get('rule')}: {e.get('reason') or 'excluded'}" for e in view.excluded), ""]
+                  *(f"- {_text(e.get('rule'))}: {_text(e.get('reason') or 'excluded')}" for e in view.excluded), ""]
     if culprits:
         lines += ["## Culprits", "", "| rule | kind | confidence | direction | fused ops | description |",
                   "|---|---|---|---|---|---|"]
