@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -286,9 +287,12 @@ def test_a_project_moved_with_its_workdir_inside_is_reported_where_it_is_now(tmp
 
     proj = tmp_path / "proj"
     proj.mkdir()
+    job = proj / "job.sh"   # named by its absolute path: it moves with the project
+    job.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m fusebisect.sim train "$@"\n')
+    job.chmod(0o755)
     monkeypatch.chdir(proj)
-    assert main(["--quiet", "run", "--metric", r"loss ([0-9.]+)", "--workdir", "wk", "--", sys.executable, "-m",
-                 "fusebisect.sim", "train", "--steps", "3", "--faulty", "GeluFusionPass"]) == 0
+    assert main(["--quiet", "run", "--metric", r"loss ([0-9.]+)", "--workdir", "wk", "--", str(job),
+                 "--steps", "3", "--faulty", "GeluFusionPass"]) == 0
     capsys.readouterr()
     monkeypatch.chdir(tmp_path)
     proj.rename(tmp_path / "moved")
@@ -299,4 +303,5 @@ def test_a_project_moved_with_its_workdir_inside_is_reported_where_it_is_now(tmp
         assert argv[:3] == ["env", "-C", str(tmp_path / "moved")]
         assert subprocess.run(argv, capture_output=True, timeout=120).returncode == 0   # (the job runs)
     assert main(["report", "moved/wk", "--markdown", str(tmp_path / "r.md")]) == 0
-    assert f"cd {tmp_path / 'moved'} && " in (tmp_path / "r.md").read_text()
+    assert f"cd {tmp_path / 'moved'} && {tmp_path / 'moved' / 'job.sh'} --steps 3" in (tmp_path / "r.md").read_text()
+    assert all(str(proj) not in " ".join(doc["repro"][side]) for side in ("good", "bad"))

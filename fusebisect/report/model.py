@@ -284,6 +284,7 @@ def _rebase(view: RunView, workdir: Path) -> None:
         t.trial_dir, t.switch_file = here(t.trial_dir), here(t.switch_file)
     if view.result is not None:
         view.result = here(view.result)
+    view.command = here(list(view.command))   # as the repro commands name it: a script that moved with the run
 
 
 def _moved_cwd(view: RunView, workdir: Path) -> Path | None:
