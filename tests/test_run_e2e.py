@@ -615,3 +615,29 @@ def test_a_single_candidate_named_from_the_gates_is_not_run_a_third_time(capsys,
     assert j["executions"] == 2 and len(j["trials"]) == 2, j["trials"]
     reference = next(t for t in j["trials"] if t["role"] == "reference")
     assert j["verify"]["outcome"] == "good" and j["verify"]["trial_dir"] == reference["trial_dir"]
+
+
+def test_not_reproduced_names_a_rule_that_fused_only_in_the_reference(capsys, tmp_path):
+    # turning AddRmsNormFusionGraphPass off lets ADeconvGroupFusionPass (no candidate: it never fired in the
+    # baseline) fuse the same pattern, as wrongly: the reference is broken its own way and matches the baseline
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os
+        RULES = ["AddLayerNormFusionPass", "AGluFusionPass", "AddRmsNormFusionGraphPass"]
+        SHADOW = "ADeconvGroupFusionPass"
+        gf = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {}).get("GraphFusion", {})
+        on = lambda r: gf.get(r, gf.get("ALL", "on")) == "on"
+        fired = {r for r in RULES if on(r)}
+        if "AddRmsNormFusionGraphPass" not in fired and on(SHADOW):
+            fired.add(SHADOW)
+        res = {r: {"match_times": "1", "effect_times": "1" if r in fired else "0"} for r in RULES + [SHADOW]}
+        json.dump({"session_and_graph_id_0_1": {"graph_fusion": res}},
+                  open(os.path.join(os.environ["ASCEND_WORK_PATH"], "fusion_result.json"), "w"))
+        print("loss", 0.9 if {"AddRmsNormFusionGraphPass", SHADOW} & fired else 0.5)
+    '''))
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                      sys.executable, str(job))
+    assert rc == 1 and j["status"] == "not_reproduced", err
+    assert "outside the candidates fired in that reference run only: ADeconvGroupFusionPass" in j["message"]
+    suggested = j["message"].split("--rules ")[1].split(", ")[0].split(",")
+    assert sorted(suggested) == sorted([*j["candidate_rules"], "ADeconvGroupFusionPass"]), j["message"]

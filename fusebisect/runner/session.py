@@ -2001,6 +2001,22 @@ class Session:
             outside.append(f"one of the {len(others)} other excluded rules ({_short(others)})")
         outside.append("something other than fusion that the reference run shares")
         good = self._expect_hint()
+        # a pass outside the candidates that fused only with them off: the reference may be broken its own way
+        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome != INVALID]
+        base = self.baseline_record()
+        fired = self.fired_in(refs[-1].paths) if refs else {}
+        before = self.fired_in(base.paths) if base is not None else {}
+        news = [r for r in fired if r not in set(self.candidates) and r not in before
+                and getattr(fired[r], "effect_times", 1) > 0]
+        if news:
+            them = "it" if len(news) == 1 else "them"
+            return (f"The baseline (default configuration) matches the all-candidates-off reference run"
+                    f"{f' ({runs} runs)' if runs > 1 else ''}, but {len(news)} rule"
+                    f"{'s' if len(news) > 1 else ''} outside the candidates fired in that reference run only: "
+                    f"{_short(news)} (turning a pass off can let another fuse the same pattern). Under {oracle}, "
+                    f"good only means \"same as that reference\", which may be broken by {them}: to test {them}, "
+                    f"rerun with --fresh and --rules {','.join([*self.candidates, *news])}, or say what a good run "
+                    f"is: {good} (the value a good run reaches) or --check CMD.")
         return (f"The baseline (default configuration) matches the all-candidates-off reference run"
                 f"{f' ({runs} runs)' if runs > 1 else ''}. Under {oracle}, good only means \"same as that "
                 f"reference\": either the job is fine, or the cause is outside the {len(self.candidates)} "
