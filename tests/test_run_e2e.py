@@ -641,3 +641,25 @@ def test_not_reproduced_names_a_rule_that_fused_only_in_the_reference(capsys, tm
     assert "outside the candidates fired in that reference run only: ADeconvGroupFusionPass" in j["message"]
     suggested = j["message"].split("--rules ")[1].split(", ")[0].split(",")
     assert sorted(suggested) == sorted([*j["candidate_rules"], "ADeconvGroupFusionPass"]), j["message"]
+
+
+def test_the_production_file_is_not_run_again_after_a_run_of_it_compiled_nothing(capsys, tmp_path):
+    # the configuration with only the culprit off hits a compile cache (no fusion_result.json: "switch
+    # unchecked"); running it again for the verification would hit it again: one run of it, not two
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent('''
+        import json, os
+        RULES = ["AddLayerNormFusionPass", "AGluFusionPass", "AConv2dMulFusion", "AddRmsNormFusionGraphPass"]
+        gf = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {}).get("GraphFusion", {})
+        fired = {r for r in RULES if gf.get(r, gf.get("ALL", "on")) == "on"}
+        if "AddRmsNormFusionGraphPass" in fired or not fired:    # else: a cache hit, nothing compiled
+            res = {r: {"match_times": "1", "effect_times": "1" if r in fired else "0"} for r in RULES}
+            json.dump({"session_and_graph_id_0_1": {"graph_fusion": res}},
+                      open(os.path.join(os.environ["ASCEND_WORK_PATH"], "fusion_result.json"), "w"))
+        print("loss", 0.9 if "AddRmsNormFusionGraphPass" in fired else 0.5)
+    '''))
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",
+                      sys.executable, str(job))
+    keys = [t["trial_dir"].rsplit("-", 1)[1] for t in j["trials"]]
+    assert len(keys) == len(set(keys)), j["trials"]   # no configuration ran twice
+    assert j["verify"]["outcome"] == "invalid" and j["status"] == "inconclusive", j["message"]

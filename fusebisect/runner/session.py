@@ -2100,9 +2100,10 @@ class Session:
                                   "again to check the job did not start failing for another reason")
                 verify = None
             verify = verify or self._final_run(off, on)   # a final run of it already made, even INVALID
-            # a run of it whose switch did not take effect would not take effect again: no duplicate run
+            # a run of it whose switch did not take effect (or that compiled nothing: a cache hit) would not take
+            # effect again: no duplicate run
             verify = verify or next((r for r in reversed(self.records) if r.off == off and r.on == on
-                                     and r.outcome == INVALID and r.ignored), None)
+                                     and r.outcome == INVALID and (r.ignored or r.reason == UNCHECKED)), None)
             if verify is None and self.budget_spent:
                 self.notes.append(f"no run to verify the production switch file: the budget (--max-runs "
                                   f"{self.opts.max_runs}) is spent")
