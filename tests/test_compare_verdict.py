@@ -254,12 +254,15 @@ def test_an_unreadable_dump_is_no_verdict_never_no_divergence(tmp_path, capsys):
     cut.write_bytes(cut.read_bytes()[:-1])
     verdict = judge.judge(ok, reference=ok, is_reference=False, paths=trial, reference_paths=reference)
     assert verdict.outcome == INVALID and "1 dump file(s) could not be read" in verdict.reason
-    # the reference's own unreadable file is the same for every run: not a reason to skip them all
+    # the reference's own unreadable file leaves those tensors uncompared in every run (the fault may be there):
+    # no run is GOOD for the tensors that were read; one that diverges elsewhere is still BAD
     cut.write_bytes(next((tmp_path / "reference" / "dump").glob("Add.b.*")).read_bytes())
     ref_b = next((tmp_path / "reference" / "dump").glob("Add.b.*"))
     ref_b.write_bytes(ref_b.read_bytes()[:-1])
     verdict = judge.judge(ok, reference=ok, is_reference=False, paths=trial, reference_paths=reference)
-    assert verdict.outcome == GOOD
+    assert verdict.outcome == INVALID and "1 dump file(s) of the reference run could not be read" in verdict.reason
+    bad = _trial(tmp_path / "bad", {"a": -X, "b": X})
+    assert judge.judge(ok, reference=ok, is_reference=False, paths=bad, reference_paths=reference).outcome == BAD
     # a tensor whose dtype cannot be decoded is not compared; its file is not unreadable
     undecodable = tmp_path / "odd"
     write_dump(undecodable / "my" / f"Add.a.1.{TS}", op_name="a", inputs=[X],

@@ -306,3 +306,38 @@ def test_a_loss_printed_in_scientific_notation_is_read_whole():
     # the pattern itself goes on after the number: what it matched is what it says
     assert parse_metric("loss 1.5e", compile_metric(r"loss ([0-9.]+)e")) == [1.5]
     assert parse_metric("loss 7 epochs", spec) == [7.0]
+
+
+def _leaf_dumps(trial: Path, steps, *, op_data) -> None:
+    """CANN's layout {time}/{device}/{model}/{model_id}/{step}/ with one op per name in ``op_data``."""
+    from fusebisect.compare.dumpfile import write_dump
+
+    for step in steps:
+        leaf = trial / "dump" / "20260101000000" / "0" / "net" / "1" / str(step)
+        for k, (op, data) in enumerate(op_data.items()):
+            write_dump(leaf / f"Add.{op}.{k}.0.{1700000000000000 + 100 * step + k}", op_name=op, inputs=[],
+                       outputs=[data])
+
+
+def test_dumps_that_stop_steps_early_or_a_reference_file_cut_short_are_not_good(tmp_path):
+    """--dumps compares the latest step both runs dumped: a run whose dumps stop before the reference's last
+    step was compared on an earlier one only, and a reference file that cannot be read leaves its tensors
+    uncompared in every run. GOOD would clear every rule left on (the fault may show only there): INVALID."""
+    import numpy as np
+
+    from fusebisect.runner.oracles import DumpsSpec
+
+    data = {"a": np.arange(8, dtype=np.float32), "b": np.ones(8, np.float32)}
+    ref, run = TrialPaths(tmp_path / "ref", None), TrialPaths(tmp_path / "run", None)
+    _leaf_dumps(ref.trial_dir, (0, 10), op_data=data)
+    _leaf_dumps(run.trial_dir, (0,), op_data=data)
+    judge = Judge(dumps=DumpsSpec())
+    v = judge.judge(m(), reference=m(), is_reference=False, paths=run, reference_paths=ref)
+    assert v.outcome == INVALID and v.reason == ("dumps: the dumps of this run stop at step 0, the reference's go "
+                                                 "on to step 10: only step 0 was compared (dumps cut short?)")
+    _leaf_dumps(run.trial_dir, (10,), op_data=data)   # the same steps: compared, GOOD
+    assert judge.judge(m(), reference=m(), is_reference=False, paths=run, reference_paths=ref).outcome == GOOD
+    cut = next(ref.dump_dir.rglob("10/Add.b.*"))   # in the step compared
+    cut.write_bytes(cut.read_bytes()[:-10])   # a full disk cut the reference's file short
+    v = judge.judge(m(), reference=m(), is_reference=False, paths=run, reference_paths=ref)
+    assert v.outcome == INVALID and "1 dump file(s) of the reference run could not be read" in v.reason, v.reason

@@ -104,6 +104,8 @@ class CompareReport:
     # the op names (lookup spelling) each side's compared leaf dumped (one device, model and iteration)
     dumped: tuple = (frozenset(), frozenset())
     leaf: str = ""   # (run --dumps) which of several leaves was compared ("device 1, model eval"), when several
+    # (run --dumps) (run's, reference's) latest dumped step of the compared (device, model) when they differ
+    last_steps: tuple | None = None
 
     @property
     def unreadable(self) -> list[dict]:

@@ -422,11 +422,22 @@ def _unjudged(report) -> str | None:
         first = next((row.fail_reason for row in report.rows if row.fail_reason), "")
         return (f"dumps: {leaf}none of the {len(report.rows)} tensors could be compared with the reference "
                 "run's" + (f" (first reason: {first})" if first else ""))
-    # the run's own unread tensors may diverge: GOOD would clear every rule it left on. (A reference file that
-    # cannot be read is the same for every run: those tensors are not compared, as in any run.)
+    # unread tensors may diverge: GOOD would clear every rule left on. The run's own, or the reference's (then
+    # every run's are uncompared there, the culprit's divergence perhaps among them)
     mine = [u for u in report.unreadable if u.get("side") != "golden"]
     if mine:
         return f"dumps: {leaf}{len(mine)} dump file(s) could not be read (first: {mine[0]['reason']})"
+    theirs = [u for u in report.unreadable if u.get("side") == "golden"]
+    if theirs:
+        return (f"dumps: {leaf}{len(theirs)} dump file(s) of the reference run could not be read (first: "
+                f"{theirs[0]['reason']}), so those tensors were not compared (rerun with --fresh once the job "
+                "writes whole dumps)")
+    steps = report.last_steps
+    if steps is not None:   # the latest step both dumped was compared; the later ones of one run never were
+        early, late = ("this run", "the reference's") if steps[0] < steps[1] else ("the reference run", "this run's")
+        return (f"dumps: {leaf}the dumps of {early} stop at step {min(steps)}, {late} go on to step {max(steps)}: "
+                f"only step {min(steps)} was compared (dumps cut short?)"
+                + (" (rerun with --fresh once the job dumps every step)" if early == "the reference run" else ""))
     cut = report.cut_short
     if cut.get("run"):   # its graph ran ops it did not dump: those tensors were never compared
         return (f"dumps: {leaf}{len(cut['run'])} op(s) of the run's graph that the reference run dumped have no "
@@ -526,8 +537,8 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
                 raise FusebisectError(f"no GE graph dump in {side.graph_dir}: fused ops cannot be mapped")
     mine, theirs = _dumped_leaves(paths.dump_dir), _reference_leaves(reference_paths.dump_dir)
     common = [k for k in mine if k in theirs]
-    devices = len({k[0] for k in mine + theirs}) > 1
-    models = len({k[1] for k in mine + theirs}) > 1
+    devices = len({k[0] for k in [*mine, *theirs]}) > 1
+    models = len({k[1] for k in [*mine, *theirs]}) > 1
 
     def text(key) -> str:
         if key == (None, None):
@@ -549,6 +560,10 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
         dumped_mine, dumped_theirs = report.dumped   # (what the compared leaves hold: one step, model, device)
         report.cut_short = {"run": _undumped(used_mine, dumped_mine, dumped_theirs),
                             "reference": _undumped(used_theirs, dumped_theirs, dumped_mine)}
+        # the latest step each run dumped of this (device, model): the comparison takes the latest both hold, so a
+        # run whose dumps stop steps earlier was not compared where the other run's go on
+        last = [leaves.get(key if key else common[0]) for leaves in (mine, theirs)]
+        report.last_steps = tuple(last) if leaf == "latest" and None not in last and last[0] != last[1] else None
         if key is not None:
             report.notes.append(f"{text(key)}: one of the {len(keys)} dumped by both runs, each compared on its own")
         reports.append(report)
@@ -556,18 +571,27 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
                            [text(k) for k in theirs if k not in mine])
 
 
-def _dumped_leaves(dump_dir: Path) -> list:
+def _dumped_leaves(dump_dir: Path) -> dict:
     """The (device, model) pairs (:func:`~fusebisect.compare.tree.model_key`) of a trial's dumps, in the order they
-    first ran, of the dump_path's latest run; [(None, None)] for dumps of no known layout."""
+    first ran, of the dump_path's latest run, each with the latest step (iteration) dumped of it (None when the
+    layout names none); {(None, None): None} for dumps of no known layout."""
     from fusebisect.compare.tree import latest_run_only, model_key, scan_dumps
 
     tree = scan_dumps(dump_dir)
     latest_run_only(tree, dump_dir)
-    return list(dict.fromkeys((e.device, model_key(e.model_name)) for e in tree.entries if e.op_type != "Opdebug"))
+    leaves: dict = {}
+    for e in tree.entries:
+        if e.op_type == "Opdebug":
+            continue
+        key = (e.device, model_key(e.model_name))
+        step = int(e.iteration) if e.iteration is not None and e.iteration.isdigit() else None
+        if key not in leaves or (step is not None and (leaves[key] is None or step > leaves[key])):
+            leaves[key] = step
+    return leaves
 
 
 @functools.lru_cache(maxsize=2)
-def _reference_leaves(dump_dir: Path) -> list:
+def _reference_leaves(dump_dir: Path) -> dict:
     return _dumped_leaves(dump_dir)
 
 
