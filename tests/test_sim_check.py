@@ -47,7 +47,9 @@ def test_a_check_that_cannot_run_aborts_the_run_instead_of_judging_the_job_bad(t
     env = {k: v for k, v in os.environ.items() if k != "FUSEBISECT_TRIAL_DIR"}
     sim_check = [sys.executable, "-m", "fusebisect.sim", "check"]
     os.mkfifo(tmp_path / "fifo")
-    for argv in (["--rtol", "-1"], ["--bogus"], [], ["--log", str(tmp_path / "fifo")]):
+    (tmp_path / "run.log").write_text("step 0 loss 2.0\n")
+    for argv in (["--rtol", "-1"], ["--bogus"], [], ["--log", str(tmp_path / "fifo")], ["--log", str(tmp_path)],
+                 ["--log", str(tmp_path / "run.log"), "--seed", "-1"]):
         proc = subprocess.run([*sim_check, *argv], capture_output=True, text=True, cwd=tmp_path, env=env)
         assert proc.returncode == 255 and "Traceback" not in proc.stderr, (argv, proc.stderr)
     assert "255 the check cannot run" in " ".join(subprocess.run(

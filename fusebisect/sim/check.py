@@ -58,6 +58,8 @@ def main(argv: list[str]) -> int:
         raise UsageError(f"--rtol must be a finite number >= 0, got {args.rtol}")
     if args.steps is not None and args.steps < 1:
         raise UsageError(f"--steps must be >= 1, got {args.steps}")
+    if args.seed < 0:   # (as train refuses it)
+        raise UsageError(f"--seed must be >= 0, got {args.seed}")
     log = args.log
     if log is None:
         trial = os.environ.get("FUSEBISECT_TRIAL_DIR")
@@ -66,7 +68,7 @@ def main(argv: list[str]) -> int:
         log = Path(trial) / "stdout.log"
     from fusebisect.fsutil import not_regular
 
-    if why := not_regular(log):
+    if why := not_regular(log) or ("a directory, not the run's output" if log.is_dir() else None):
         raise UsageError(f"--log {log}: {why}")
     try:
         text = log.read_text(encoding="utf-8", errors="replace")

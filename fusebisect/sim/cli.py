@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
             where = f"{exc.filename}: " if exc.filename else ""
             print(f"fusebisect.sim: error: {where}{exc.strerror or exc}", file=sys.stderr)
             return CANNOT_RUN
+        except Exception as exc:   # a check that fails in itself has no verdict on the job (1 would be BAD)
+            print(f"fusebisect.sim check: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return CANNOT_RUN
     if args[0] != "train":
         print(f"fusebisect.sim: error: unknown command {args[0]!r}\n{USAGE}", file=sys.stderr)
         return 2
