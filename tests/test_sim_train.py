@@ -308,4 +308,15 @@ def test_dump_options_a_run_cannot_honour_are_said(tmp_path):
     err = io.StringIO()
     run(resolve(["--steps", "1", "--overflow", "--dump-step", "0", "--dump-path", str(tmp_path / "o")],
                 {"ASCEND_WORK_PATH": str(tmp_path)}), stdout=io.StringIO(), stderr=err)
-    assert "--dump-step and --dump-golden are not written" in err.getvalue()
+    assert ("--overflow dumps only the overflowing ops and their Opdebug records (of the --dump-step steps that "
+            "overflow): no data dump of every op is written") in err.getvalue()
+    # a dump step past the run writes nothing in overflow mode too; several steps' goldens share one directory
+    err = io.StringIO()
+    run(resolve(["--steps", "1", "--overflow", "--dump-step", "5", "--dump-path", str(tmp_path / "o5")],
+                {"ASCEND_WORK_PATH": str(tmp_path)}), stdout=io.StringIO(), stderr=err)
+    assert "--dump-step 5: the run has only 1 steps (0 to 0); nothing is dumped for it" in err.getvalue()
+    err = io.StringIO()
+    run(resolve(["--steps", "3", "--dump-step", "0,2", "--dump-path", str(tmp_path / "d2"), "--dump-golden",
+                 str(tmp_path / "g")],
+                {"ASCEND_WORK_PATH": str(tmp_path)}), stdout=io.StringIO(), stderr=err)
+    assert "--dump-golden with 2 dump steps writes every step's golden .npy into" in err.getvalue()

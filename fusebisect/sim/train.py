@@ -143,10 +143,15 @@ def run(opts: SimOptions, *, stdout: TextIO | None = None, stderr: TextIO | None
     dumper = writers.DumpSession(opts, compiled.graph, framework) if (opts.dump_path or opts.dump_golden) else None
     if opts.overflow and (opts.dump_steps or opts.dump_golden is not None):
         # CANN's overflow detection (dump_debug) replaces the data dump: only overflowing ops are dumped
-        print("warning: --overflow dumps only the overflowing ops and their Opdebug records: --dump-step and "
-              "--dump-golden are not written", file=err)
+        print("warning: --overflow dumps only the overflowing ops and their Opdebug records"
+              + (" (of the --dump-step steps that overflow): no data dump of every op is written" if opts.dump_steps
+                 else "") + ("; --dump-golden is not written" if opts.dump_golden is not None else ""), file=err)
+    elif opts.dump_golden is not None and len(opts.dump_steps) > 1:
+        print(f"warning: --dump-golden with {len(opts.dump_steps)} dump steps writes every step's golden .npy into "
+              f"{opts.dump_golden}: compare takes the newest of each (--iteration earliest the earliest); dump one "
+              "step for a golden directory of that step alone", file=err)
     late = [s for s in opts.dump_steps if s >= opts.steps]
-    if late and not opts.overflow:
+    if late:
         print(f"warning: --dump-step {', '.join(map(str, late[:5]))}: the run has only {opts.steps} steps "
               f"(0 to {opts.steps - 1}); nothing is dumped for {'them' if len(late) > 1 else 'it'}", file=err)
     losses = _train(opts, compiled.graph, ref_nodes, params, data, faults, dumper, result, err)
