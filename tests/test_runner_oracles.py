@@ -308,12 +308,12 @@ def test_a_loss_printed_in_scientific_notation_is_read_whole():
     assert parse_metric("loss 7 epochs", spec) == [7.0]
 
 
-def _leaf_dumps(trial: Path, steps, *, op_data) -> None:
+def _leaf_dumps(trial: Path, steps, *, op_data, device: int = 0) -> None:
     """CANN's layout {time}/{device}/{model}/{model_id}/{step}/ with one op per name in ``op_data``."""
     from fusebisect.compare.dumpfile import write_dump
 
     for step in steps:
-        leaf = trial / "dump" / "20260101000000" / "0" / "net" / "1" / str(step)
+        leaf = trial / "dump" / "20260101000000" / str(device) / "net" / "1" / str(step)
         for k, (op, data) in enumerate(op_data.items()):
             write_dump(leaf / f"Add.{op}.{k}.0.{1700000000000000 + 100 * step + k}", op_name=op, inputs=[],
                        outputs=[data])
@@ -341,3 +341,29 @@ def test_dumps_that_stop_steps_early_or_a_reference_file_cut_short_are_not_good(
     cut.write_bytes(cut.read_bytes()[:-10])   # a full disk cut the reference's file short
     v = judge.judge(m(), reference=m(), is_reference=False, paths=run, reference_paths=ref)
     assert v.outcome == INVALID and "1 dump file(s) of the reference run could not be read" in v.reason, v.reason
+
+
+def test_a_run_that_dumped_the_device_it_was_given_is_compared_with_the_reference(tmp_path):
+    """Under --jobs each run has its own device: a job that writes that device id into its dump path dumped
+    device 1 where the reference dumped device 0. One model each, the same: compared with each other (as
+    compare pairs two single leaves), not INVALID for having nothing in common."""
+    import numpy as np
+
+    from fusebisect.runner.oracles import DumpsSpec
+
+    data = {"a": np.arange(8, dtype=np.float32), "b": np.ones(8, np.float32)}
+    ref, good, bad = (TrialPaths(tmp_path / name, None) for name in ("ref", "good", "bad"))
+    _leaf_dumps(ref.trial_dir, (0,), op_data=data, device=0)
+    _leaf_dumps(good.trial_dir, (0,), op_data=data, device=1)
+    _leaf_dumps(bad.trial_dir, (0,), op_data={**data, "b": -data["b"]}, device=1)
+    judge = Judge(dumps=DumpsSpec())
+    v = judge.judge(m(), reference=m(), is_reference=False, paths=good, reference_paths=ref)
+    assert v.outcome == GOOD, v.reason
+    assert any("this run dumped device 1, the reference run device 0" in n for n in v.dumps["notes"])
+    assert judge.judge(m(), reference=m(), is_reference=False, paths=bad, reference_paths=ref).outcome == BAD
+    # another model on another device is still nothing in common
+    other = TrialPaths(tmp_path / "other", None)
+    _leaf_dumps(other.trial_dir, (0,), op_data=data, device=1)
+    (other.dump_dir / "20260101000000" / "1" / "net").rename(other.dump_dir / "20260101000000" / "1" / "eval")
+    v = judge.judge(m(), reference=m(), is_reference=False, paths=other, reference_paths=ref)
+    assert v.outcome == INVALID and "nothing in common" in v.reason, v.reason

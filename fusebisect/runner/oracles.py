@@ -545,7 +545,14 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
             return "dumps outside CANN's directory layout"
         return ", ".join(([f"device {key[0]}"] if devices else []) + ([f"model {key[1]}"] if models else []))
 
-    if not common:   # other models or devices than the reference's: nothing to compare them with
+    # one (device, model) each, the same model on another device: a job that writes the device it was given
+    # (--jobs: each run its own slot) into its dump path; compared as one, as compare pairs two single leaves
+    pair = None
+    if not common and len(mine) == 1 and len(theirs) == 1:
+        (run_key,), (ref_key,) = list(mine), list(theirs)
+        if run_key[1] == ref_key[1] and None not in (run_key[0], ref_key[0]):
+            pair = (run_key, ref_key)
+    if not common and pair is None:   # other models or devices than the reference's: nothing to compare them with
         return TrialComparison([], [text(k) for k in mine], [text(k) for k in theirs])
     # one leaf each (or dumps of no known layout): the one comparison compare itself makes
     keys = common if len(common) > 1 else [None]
@@ -562,11 +569,17 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
                             "reference": _undumped(used_theirs, dumped_theirs, dumped_mine)}
         # the latest step each run dumped of this (device, model): the comparison takes the latest both hold, so a
         # run whose dumps stop steps earlier was not compared where the other run's go on
-        last = [leaves.get(key if key else common[0]) for leaves in (mine, theirs)]
+        last = [leaves.get(key if key else pair[side] if pair else common[0])
+                for side, leaves in enumerate((mine, theirs))]
         report.last_steps = tuple(last) if leaf == "latest" and None not in last and last[0] != last[1] else None
         if key is not None:
             report.notes.append(f"{text(key)}: one of the {len(keys)} dumped by both runs, each compared on its own")
+        if pair is not None:
+            report.notes.append(f"this run dumped device {pair[0][0]}, the reference run device {pair[1][0]} (the "
+                                "device each run was given): compared with each other")
         reports.append(report)
+    if pair is not None:
+        return TrialComparison(reports, [], [])
     return TrialComparison(reports, [text(k) for k in mine if k not in theirs],
                            [text(k) for k in theirs if k not in mine])
 
