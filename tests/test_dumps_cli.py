@@ -188,6 +188,44 @@ def test_dump_convert_bad_format_flag(tmp_path, capsys):
         assert rc == 2 and "a device format" in err, err
     from fusebisect.compare.dumpfile import format_value
     assert format_value("C1HWNCoC0") == 25 and format_value("nc1hwc0") == format_value("FORMAT_NC1HWC0")
+    # every device format, not only those convert can restore from (it wrote their data unconverted)
+    for name in ("FRACTAL_ZN_LSTM", "FRACTAL_Z_G", "NHWC1C0", "C1HWC0", "FRACTAL_ZZ"):
+        rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(tmp_path / "o"), "--format", name)
+        assert rc == 2 and f"--format {name}: a device format" in err and not (tmp_path / "o").exists(), err
+
+
+def test_dump_convert_never_writes_through_a_link_into_its_input(tmp_path, capsys):
+    """An --out file that is a link to the input dump was followed: the dump was replaced by the .npy."""
+    path = write_dump(tmp_path / "in" / "Add.add.1.0.1700000000000000", op_name="add", inputs=[],
+                      outputs=[TensorSpec(np.arange(6, dtype=np.float32))])
+    before = path.read_bytes()
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / f"{path.name}.output.0.npy").symlink_to(path)
+    rc, _, err = _run(capsys, "dump", "convert", str(path), "--out", str(out))
+    assert rc == 2 and "is a link to" in err and "an input dump" in err and path.read_bytes() == before
+    rc, _, err = _run(capsys, "dump", "convert", str(path.parent), "--out", str(out))   # the directory's too
+    assert rc == 2 and "an input dump" in err and path.read_bytes() == before
+
+
+def test_dump_convert_keeps_a_scalar_shape_and_skips_a_slice_shape_that_is_none(tmp_path, capsys):
+    """A 0-d tensor was written as shape (1,) while --json said []; an FFTS+ slice JSON whose shape is
+    (-2, -3) (product 6) crashed the conversion with an internal error."""
+    import json as _json
+
+    scalar = write_dump(tmp_path / "sc" / "Add.s.1.0.1700000000000000", op_name="s", inputs=[],
+                        outputs=[TensorSpec(np.array(3.5, np.float32))])
+    rc, out, _ = _run(capsys, "dump", "convert", str(scalar), "--out", str(tmp_path / "o3"), "--json")
+    [f] = _json.loads(out)["files"]
+    assert rc == 0 and f["shape"] == [] and np.load(f["path"]).shape == ()
+    x = np.arange(6, dtype=np.float32)
+    s = [[[{"lower": 2, "higher": 0}, {"lower": 3, "higher": 0}]]] * 2
+    info = _json.dumps({"threadMode": True, "slice_instance_num": 2, "thread_id": 0, "outputCutList": [[2, 1]],
+                        "input_tensor_slice": s, "output_tensor_slice": s})
+    ffts = write_dump(tmp_path / "ffts" / "Conv2D.conv.1.2.1700000000000001.4.10.0.0", op_name="conv",
+                      inputs=[TensorSpec(x)], outputs=[TensorSpec(x)], attrs=[("_sgt_json_info", info)])
+    rc, _, err = _run(capsys, "dump", "convert", str(ffts), "--out", str(tmp_path / "o1"))
+    assert rc == 2 and "internal error" not in err and "do not fill its FFTS+ slice shape [-2, -3]" in err, err
 
 
 def test_dump_convert_original_never_writes_an_unconverted_device_layout(tmp_path, capsys):

@@ -61,20 +61,37 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     import numpy as np
 
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    # (np.ascontiguousarray makes a 0-d array 1-d: a scalar keeps its shape ())
+    np.save(buf, arr if arr.flags.c_contiguous else np.ascontiguousarray(arr), allow_pickle=False)
     return buf.getvalue()
 
 
-def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | None = None) -> list[dict]:
+def _write(target: Path, data: bytes, inputs: Path) -> None:
+    """Write one output atomically, never into the input dumps: a link in --out to an input file would be followed
+    (its target replaced). Raises UsageError for such a target."""
+    from fusebisect.fsutil import atomic_write_bytes
+
+    if target.is_symlink() or target.exists():
+        real, home = target.resolve(), inputs.resolve()
+        if real == home or (inputs.is_dir() and real.is_relative_to(home)):
+            raise UsageError(f"--out: {target} is a link to {real}, an input dump: writing it would replace that "
+                             "file (remove the link, or give another --out)")
+    atomic_write_bytes(target, data)
+
+
+def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | None = None,
+                 inputs: Path | None = None) -> list[dict]:
     """Convert one dump file (tensors as .npy, buffers and workspaces as raw .bin); return one
     {"source","tensor","path","shape","dtype"} per file written.
 
     A tensor that cannot be decoded or converted (an E8M0 scale, a FRACTAL_Z_3D weight) is appended to
     ``skipped`` as {"path","tensor","reason"} and the others are still written, as msaccucmp's convert does;
-    without ``skipped`` it raises. Raises DumpFormatError if the dump cannot be read; OSError on write failure.
+    without ``skipped`` it raises. Raises DumpFormatError if the dump cannot be read; OSError on write failure;
+    UsageError for an output that is a link into ``inputs`` (default: the dump file itself).
     """
     from fusebisect.compare.dumpfile import read_dump
-    from fusebisect.fsutil import atomic_write_bytes
+
+    inputs = path if inputs is None else inputs
 
     dump = read_dump(path)
     # an automatic-mode FFTS+ thread dump's tensors take the shapes of its slice (as msaccucmp's convert does)
@@ -85,7 +102,7 @@ def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | N
             arr = convert_tensor(rec, fmt)
             shape = sliced.get((rec.kind, rec.index))
             if shape is not None:
-                if math.prod(shape) != arr.size:
+                if math.prod(shape) != arr.size or any(d < 0 for d in shape):
                     raise DumpFormatError(f"{arr.size} elements do not fill its FFTS+ slice shape {list(shape)}")
                 arr = arr.reshape(shape)
             arrays.append((rec, arr))
@@ -100,7 +117,7 @@ def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | N
         # with a target format msaccucmp's convert puts the converted shape in the name: NAME.output.0.2x3x5x7.npy
         shape = "" if fmt is None else "." + "x".join(map(str, arr.shape))
         target = out / _out_name(out, f"{path.name}.{rec.kind}.{rec.index}{shape}.npy", ".npy")
-        atomic_write_bytes(target, _npy_bytes(arr))
+        _write(target, _npy_bytes(arr), inputs)
         written.append({"source": str(path), "tensor": f"{rec.kind}.{rec.index}", "path": str(target),
                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
     # buffers (L1, the only buffer type) and workspaces as raw bytes, named as msaccucmp's convert names them
@@ -108,7 +125,7 @@ def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | N
                                                                             for w in dump.spaces]:
         data = rec.raw()
         target = out / _out_name(out, f"{path.name}.{label}.bin", ".bin")
-        atomic_write_bytes(target, data.tobytes())
+        _write(target, data.tobytes(), inputs)
         written.append({"source": str(path), "tensor": label, "path": str(target), "shape": [int(data.size)],
                         "dtype": "uint8"})
     return written
@@ -165,14 +182,14 @@ def register(app: typer.Typer) -> None:
         fmt = fmt.upper() if fmt else None
         if fmt is not None and fmt != "ORIGINAL":
             from fusebisect.compare.dumpfile import format_value
-
-            from fusebisect.compare.engine import PRIVATE_FORMATS
+            from fusebisect.compare.formats import PLAIN_LAYOUTS
 
             try:
                 format_value(fmt)
             except DumpFormatError:
                 raise UsageError(f"--format {fmt}: not ORIGINAL or a known layout name") from None
-            if fmt in {f.upper() for f in PRIVATE_FORMATS}:   # (C1HWNCoC0 is mixed case)
+            # every format but a host layout is a device one (FRACTAL_Z_3D, FRACTAL_ZN_LSTM, C1HWC0, ...)
+            if fmt not in PLAIN_LAYOUTS or fmt == "RESERVED":
                 raise UsageError(f"--format {fmt}: a device format; convert writes host layouts (ORIGINAL, NCHW, "
                                  f"NHWC, HWCN, ND, ...), not into device formats")
         if not path.exists():
@@ -212,7 +229,7 @@ def register(app: typer.Typer) -> None:
             for entry in tree.entries:
                 try:
                     files += convert_file(entry.path, out / entry.path.parent.relative_to(path) if mirror else out,
-                                          fmt, bad)
+                                          fmt, bad, inputs=path)
                 except DumpFormatError as exc:
                     bad.append({"path": str(entry.path), "reason": exc.reason})
                     common.log(f"skipped {entry.path}: {exc.reason}")
