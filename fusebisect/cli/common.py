@@ -47,11 +47,14 @@ def out(width: int | None = None) -> Console:
 def print_table(table: Any) -> None:
     """Print ``table`` on stdout; in a pipe or a file as wide as its longest row, so no name is folded in two
     (``| grep NAME`` finds every one); in a terminal folded to its width."""
-    from rich.measure import Measurement
+    from rich.cells import cell_len
 
     console = out()
     if not console.is_terminal:
-        need = Measurement.get(console, console.options.update(max_width=1 << 20), table).maximum
+        # the widest cell of each column, plus each column's padding and rule (rich's Measurement of a big table
+        # takes half as long as printing it)
+        need = sum(max([cell_len(str(col.header)), *(cell_len(str(cell)) for cell in col.cells)])
+                   for col in table.columns) + 3 * len(table.columns) + 1
         if need > console.width:
             console = out(need)
     console.print(table)
