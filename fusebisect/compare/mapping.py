@@ -182,26 +182,27 @@ def build_rule(graph) -> FusionRule:
 def merge_close(open_rule: FusionRule, close_rule: FusionRule) -> FusionRule:
     """``merge_close_and_open_fusion_rule``: original names and output origins re-pointed at close-graph ops."""
     close_map = close_rule.origin_to_op()
-    seen_open: list[str] = []
-    seen_close: list[str] = []
-    done: list[object] = []
+    # (msaccucmp's lists, as sets: membership only; a list made it quadratic in the graph's ops)
+    seen_open: set[str] = set()
+    seen_close: set[str] = set()
+    done: set[object] = set()
     groups: dict[object, list[RuleOp]] = {}
     op_to_group: dict[str, object] = {}
-    op_list: list[RuleOp] = []
+    op_list: list[RuleOp] = []   # built backwards, reversed at the end (msaccucmp inserts each at the front)
     for name, key in reversed(list(open_rule.op_to_group.items())):
         if key in done:
             continue
-        done.append(key)
+        done.add(key)
         op_to_group[name] = key
         for op in open_rule.groups[key]:
             first = op.original_op_names[0]
             if first in seen_open:
                 continue
-            seen_open.append(first)
+            seen_open.add(first)
             if first in close_map:
                 if close_map[first] in seen_close:
                     continue
-                seen_close.append(close_map[first])
+                seen_close.add(close_map[first])
             if not (len(op.original_op_names) == 1 and op.original_op_names[0] == ""):
                 names: list[str] = []
                 for origin in op.original_op_names:
@@ -221,7 +222,8 @@ def merge_close(open_rule: FusionRule, close_rule: FusionRule) -> FusionRule:
                         break
                 out.name = close_name
             groups.setdefault(key, []).append(op)
-            op_list.insert(0, op)
+            op_list.append(op)
+    op_list.reverse()
     # every op name stays addressable (producers of inputs)
     for name, key in open_rule.op_to_group.items():
         op_to_group.setdefault(name, key)
