@@ -463,10 +463,10 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                 used = keep and sec in KINDS
                 padded = repr(raw_key) if not keep else f"Switch.{sec!r}"   # (the key CANN does not read)
                 if sec not in KINDS and sec.strip(_TRIM) in KINDS:
+                    bare = sec.strip(_TRIM)
                     add("padded-key", f"section {sec!r} in Switch: CANN checks it without the spaces but reads "
-                        f"only {sec.strip(_TRIM)!r} exactly, so its entries do nothing", sec_at, section=sec.strip(_TRIM),
-                        severity="warning")
-                    sec = sec.strip(_TRIM)
+                        f"only {bare!r} exactly, so its entries do nothing", sec_at, section=bare, severity="warning")
+                    sec = bare
                 elif sec not in KINDS:
                     hint = next((k for k in KINDS if k.lower() == sec.lower()), None)
                     add("section", f"unknown section {sec!r} in Switch: expected GraphFusion or UBFusion"
@@ -499,9 +499,9 @@ def _interpret_json(root: Node, text: str, problems: list[Problem], where: dict 
                             name_at, rule=None, section=sec, severity="warning")
                         cfg.invalid_names.append(name)
                         if fix:   # the rule it was meant for: `effective` lists it, with why this entry is void
-                            cfg.ignored.setdefault(name.strip(_TRIM), f"written as {name!r}: CANN keeps the spaces in the "
-                                                                 "name, which matches no pass, so this entry does "
-                                                                 "nothing")
+                            cfg.ignored.setdefault(name.strip(_TRIM), f"written as {name!r}: CANN keeps the spaces "
+                                                                      "in the name, which matches no pass, so this "
+                                                                      "entry does nothing")
                         if val.kind != "string" or val.value.strip(_TRIM) not in VALUES:
                             shown = json.dumps(val.value) if val.kind != "object" else "an object"
                             add("invalid-value", f"Switch.{sec}[{name!r}] = {shown}: the value must be exactly "
