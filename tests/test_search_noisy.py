@@ -357,3 +357,23 @@ def test_progress_while_repeating_a_look_for_more_run_counts_that_culprit():
     assert {frozenset(c.rules) for c in s.result.culprits} == {frozenset({"P03"}), frozenset({"P07"})}
     assert seen and all(found == off and left == 10 - off and est <= 2 for found, left, est, off in seen), seen
     assert any(found == 2 for found, *_ in seen)
+
+
+@pytest.mark.parametrize("truth", [("R13",), ("R13", "R14")])
+def test_a_rule_bad_while_off_whose_only_off_run_is_invalid_is_named_at_one_half(truth):
+    """The run with only R13 off is INVALID. A pair bad only while both are off (which the noise-aware mode has no
+    hypothesis for) was named R13 alone at 0.999; R13 alone burnt the whole run budget repeating runs that could
+    not tell it from its neighbour. Runs with all on but one of the leading rules bad while off decide between
+    neighbours, and a rule whose run alone can never be judged is named at 0.5 with a note, as while on."""
+    from fusebisect.search import Outcome, Search
+
+    cands = [f"R{i}" for i in range(40)]
+    s = Search(cands, flaky=True, seed=0)
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, Outcome.INVALID if off == {"R13"} else
+                      Outcome.BAD if set(truth) <= off else Outcome.GOOD)
+    [culprit] = s.result.culprits
+    assert culprit.rules == ("R13",) and culprit.direction == "off" and culprit.confidence == 0.5, s.result
+    assert any("the run with only R13 off was invalid" in n for n in s.result.notes)
+    assert s.executions <= 25, s.executions

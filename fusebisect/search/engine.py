@@ -799,6 +799,13 @@ class Search:
                                             "search. Rerun without --flaky, or with --rules leaving "
                                             f"{name} out.")
                 if not found and not culprit:
+                    if self._n <= g < 2 * self._n and not self._decided(1 << (g - self._n)):
+                        # bad while off, and the run with only it off could never be judged: nothing tells it from
+                        # it with a partner (both off needed), as for a rule bad while on: named at 0.5, with why
+                        name = self.candidates[g - self._n]
+                        self._notes.append(f"the run with only {name} off was invalid; named all the same: turning "
+                                           "it on fixes the symptom and no run showed it needs a partner")
+                        return self._noisy_result(g, min(p, 0.5), named=True)
                     return self._noisy_result(g, p)
                 names = " and ".join(self.candidates[i] for i in bits_of(culprit))
                 if not self._decided(self._all ^ culprit):
@@ -963,9 +970,9 @@ class Search:
         return self._result("found", culprits, f"{len(found)} culprits (bad while turned on), with their "
                             f"posteriors: {names}; after {self.executions} runs.", boundary)
 
-    def _noisy_result(self, top: int, p: float, exhausted: bool = False) -> SearchResult:
+    def _noisy_result(self, top: int, p: float, exhausted: bool = False, named: bool = False) -> SearchResult:
         n = self._n
-        if p < self.confidence:
+        if p < self.confidence and not named:   # (``named``: a rule named below it, with a note saying why)
             best = self._hyp_name(top)
             # three decimals: 0.949 must not read as the 0.95 it did not reach
             return self._result("inconclusive", [], f"No hypothesis reached {self.confidence:.2f} within "

@@ -153,7 +153,7 @@ class Posterior:
         turning on a prefix of that order gives every achievable P(BAD) from "all off" to "all on" (a pair
         counts from the prefix holding both). The prefixes whose P(BAD) is nearest 1/2 (or nearest the
         quantiles j/(count+1) for parallel rounds) are the most informative; the alternatives after them
-        include "everything on but r" for the three leading rules r.
+        include "everything on but r" for the three leading rules r each way.
         """
         n = self.n
         diff = post[:n] - post[n:2 * n]
@@ -190,7 +190,10 @@ class Posterior:
         if pair_post is not None:
             q_but = q_but + pair_post.sum() - (np.bincount(self._iu[0], pair_post, n)
                                                + np.bincount(self._iu[1], pair_post, n))
-        for rank, r in enumerate(order[:3]):
+        # the leading rules both ways: the first of the order (bad while on) and the last (bad while off, whose
+        # "only it off" run is the prefix of all but it)
+        leaders = list(dict.fromkeys([*map(int, order[:3]), *map(int, order[::-1][:3])]))
+        for rank, r in enumerate(leaders):
             on = [int(x) for x in order if x != r]
             extra.append((abs(float(q_but[r]) - 0.5), 1 + rank, float(q_but[r]), on))
         extra.sort(key=lambda e: (e[0], e[1]))
