@@ -529,6 +529,12 @@ def test_only_ascii_whitespace_is_what_cann_trims(space):
             parse_switch_text(text)
     report = check_switch_text('{"Switch%s":{"GraphFusion":{"GeluFusionPass":"off"}}}' % space, TOY)
     assert any(p.severity == "error" and "top-level key" in p.message for p in report.problems), report.problems
+    # a priority level padded with one is no level FE reads (its priorities went unchecked)
+    report = check_switch_text('{"Switch":{"GraphFusion":{"LayerNormFusionPass":"off"}},"Priority":{"GraphFusion":'
+                               '{"Top%s":{"GeluFusionPass":"99999"}}}}' % space, TOY)
+    assert any(p.severity == "error" and p.message.startswith("Priority.GraphFusion: key 'Top")
+               and "is not allowed: CANN reads only Top, Main, Down here" in p.message for p in report.problems), \
+        report.problems
     # ASCII padding is still what FE takes off: a warning, the file compiles
     report = check_switch_text('{"Switch":{"GraphFusion":{"GeluFusionPass":"off\\t"}}}', TOY)
     assert not [p for p in report.problems if p.severity == "error"], report.problems

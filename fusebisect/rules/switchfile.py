@@ -1050,7 +1050,16 @@ def _schema_problems(root: Node, text: str) -> list[Problem]:
     for error in sorted(validator.iter_errors(root.value), key=lambda e: list(map(str, e.absolute_path))):
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         line, col = line_col(text, _node_at(root, error.absolute_path).offset)
-        out.append(Problem("error", "schema", f"{where}: {error.message}", line, col))
+        message = error.message
+        patterns = error.schema.get("patternProperties") if isinstance(error.schema, dict) else None
+        if error.validator == "additionalProperties" and patterns and isinstance(error.instance, dict):
+            # the schema's regexes say which keys CANN reads here: named, not quoted as regexes
+            allowed = [n for n in re.findall(r"[A-Za-z][A-Za-z0-9]{2,}", " ".join(patterns)) if n != "x0b"]
+            bad = [k for k in error.instance if not any(re.search(pat, k) for pat in patterns)]
+            if bad:
+                message = (f"key {bad[0]!r} is not allowed: CANN reads only {', '.join(dict.fromkeys(allowed))} "
+                           "here (ASCII spaces around them aside)")
+        out.append(Problem("error", "schema", f"{where}: {message}", line, col))
     return out
 
 
