@@ -75,6 +75,10 @@ def test_corruption_in_the_middle_is_an_error(tmp_path):
                           ('{"event": "start", "workers": "x"}', "'workers' must be a whole number"),
                           ('{"event": "start", "workdir": 1}', "'workdir' must be a path"),
                           ('{"event": "start", "options": []}', "'options' must be an object"),
+                          ('{"event": "start", "excluded": [5]}', "'excluded\\[0\\]' must be a \\{\"rule\": NAME"),
+                          ('{"event": "start", "excluded": [{"rule": "X", "reason": 5}]}',
+                           "'excluded\\[0\\]\\[\'reason\'\\]' must be a string or null"),
+                          ('{"event": "start", "kinds": {"X": 1}}', "'kinds\\[\'X\'\\]' must be a rule kind"),
                           ('{"event": "dumps", "rows": 3}', "'rows' must be a list")):
         path.write_text('{"event": "start"}\n' + line + "\n")
         with pytest.raises(JournalError, match=f"line 2: {message}"):
