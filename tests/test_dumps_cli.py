@@ -206,6 +206,12 @@ def test_dump_convert_never_writes_through_a_link_into_its_input(tmp_path, capsy
     assert rc == 2 and "is a link to" in err and "an input dump" in err and path.read_bytes() == before
     rc, _, err = _run(capsys, "dump", "convert", str(path.parent), "--out", str(out))   # the directory's too
     assert rc == 2 and "an input dump" in err and path.read_bytes() == before
+    # a tree that reaches the dump through a linked directory: the dump is outside the tree, an input all the same
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "0").symlink_to(path.parent)
+    rc, _, err = _run(capsys, "dump", "convert", str(tree), "--out", str(out))
+    assert rc == 2 and "an input dump" in err and path.read_bytes() == before, err
 
 
 def test_dump_convert_keeps_a_scalar_shape_and_skips_a_slice_shape_that_is_none(tmp_path, capsys):

@@ -255,6 +255,10 @@ def test_markdown_cells_hold_data_as_text_and_every_report_shows_confidence_alik
     assert "**inconclusive**: rerun in /tmp/md&lt;b&gt;x&lt;/b&gt;/w\\*1\\*" in md
     assert "- /tmp/a\\_b\\_c/fusion\\_switch.cfg no longer holds \\[it\\](x)" in md
     assert "- A\\_KerasMomentumLossscaleFusionPass: forbidden-close &lt;always&gt;" in md
+    # the production file's path in its heading (a backtick in it closed the code span it was in)
+    view = RunView(result={"status": "found", "message": "m", "switch_file": "/tmp/fix`[l](u)<b>x*y*.cfg"})
+    md = render_run_markdown(view, production_cfg="{}\n")
+    assert "(/tmp/fix\\`\\[l\\](u)&lt;b&gt;x\\*y\\*.cfg)" in md and "<b>" not in md, md
 
 
 def test_report_names_a_damaged_journal_and_hand_edits_that_change_its_meaning(demo_dumps, tmp_path, capsys):

@@ -66,21 +66,22 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _write(target: Path, data: bytes, inputs: Path) -> None:
+def _write(target: Path, data: bytes, inputs: Path, files: frozenset = frozenset()) -> None:
     """Write one output atomically, never into the input dumps: a link in --out to an input file would be followed
-    (its target replaced). Raises UsageError for such a target."""
+    (its target replaced). ``files``: the input files as resolved (a tree reaches some through linked
+    directories). Raises UsageError for such a target."""
     from fusebisect.fsutil import atomic_write_bytes
 
     if target.is_symlink() or target.exists():
         real, home = target.resolve(), inputs.resolve()
-        if real == home or (inputs.is_dir() and real.is_relative_to(home)):
+        if real == home or real in files or (inputs.is_dir() and real.is_relative_to(home)):
             raise UsageError(f"--out: {target} is a link to {real}, an input dump: writing it would replace that "
                              "file (remove the link, or give another --out)")
     atomic_write_bytes(target, data)
 
 
 def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | None = None,
-                 inputs: Path | None = None) -> list[dict]:
+                 inputs: Path | None = None, files: frozenset = frozenset()) -> list[dict]:
     """Convert one dump file (tensors as .npy, buffers and workspaces as raw .bin); return one
     {"source","tensor","path","shape","dtype"} per file written.
 
@@ -117,7 +118,7 @@ def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | N
         # with a target format msaccucmp's convert puts the converted shape in the name: NAME.output.0.2x3x5x7.npy
         shape = "" if fmt is None else "." + "x".join(map(str, arr.shape))
         target = out / _out_name(out, f"{path.name}.{rec.kind}.{rec.index}{shape}.npy", ".npy")
-        _write(target, _npy_bytes(arr), inputs)
+        _write(target, _npy_bytes(arr), inputs, files)
         written.append({"source": str(path), "tensor": f"{rec.kind}.{rec.index}", "path": str(target),
                         "shape": list(arr.shape), "dtype": str(arr.dtype)})
     # buffers (L1, the only buffer type) and workspaces as raw bytes, named as msaccucmp's convert names them
@@ -125,7 +126,7 @@ def convert_file(path: Path, out: Path, fmt: str | None, skipped: list[dict] | N
                                                                             for w in dump.spaces]:
         data = rec.raw()
         target = out / _out_name(out, f"{path.name}.{label}.bin", ".bin")
-        _write(target, data.tobytes(), inputs)
+        _write(target, data.tobytes(), inputs, files)
         written.append({"source": str(path), "tensor": label, "path": str(target), "shape": [int(data.size)],
                         "dtype": "uint8"})
     return written
@@ -226,10 +227,12 @@ def register(app: typer.Typer) -> None:
             if mirror:
                 common.log(f"note: dump files in several directories of {path}: the .npy files keep their "
                            f"directories under {out}")
+            # every input file as the kernel finds it: a linked directory in the tree reaches dumps outside it
+            sources = frozenset(entry.path.resolve() for entry in tree.entries)
             for entry in tree.entries:
                 try:
                     files += convert_file(entry.path, out / entry.path.parent.relative_to(path) if mirror else out,
-                                          fmt, bad, inputs=path)
+                                          fmt, bad, inputs=path, files=sources)
                 except DumpFormatError as exc:
                     bad.append({"path": str(entry.path), "reason": exc.reason})
                     common.log(f"skipped {entry.path}: {exc.reason}")

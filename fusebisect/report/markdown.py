@@ -77,7 +77,7 @@ def render_run_markdown(view: RunView, *, catalog=None, production_cfg: str | No
                 lines.append(" ".join(shlex.quote(str(a)) for a in repro[side]))
         lines += ["```", ""]
     if production_cfg:
-        lines += [f"## {production_cfg_title(view)} (`{result.get('switch_file', '')}`)", "", "```json",
+        lines += [f"## {production_cfg_title(view)} ({_text(result.get('switch_file', ''))})", "", "```json",
                   production_cfg.rstrip("\n"), "```", ""]
     first = (view.dumps or {}).get("first_divergence")
     if first:   # what the HTML's cosine section tells in words
