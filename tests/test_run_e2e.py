@@ -663,3 +663,27 @@ def test_the_production_file_is_not_run_again_after_a_run_of_it_compiled_nothing
     keys = [t["trial_dir"].rsplit("-", 1)[1] for t in j["trials"]]
     assert len(keys) == len(set(keys)), j["trials"]   # no configuration ran twice
     assert j["verify"]["outcome"] == "invalid" and j["status"] == "inconclusive", j["message"]
+
+
+def test_the_middle_reference_curve_is_chosen_when_curves_start_with_inf(capsys, tmp_path):
+    # an fp16 loss-scale warm-up prints inf/nan first: inf - inf made every curve distance NaN, and min() kept
+    # the first all-off run, an outlier, as the reference of every verdict
+    job = tmp_path / "job.py"
+    job.write_text(textwrap.dedent(f'''
+        import json, os
+        gf = json.load(open(os.environ["FUSEBISECT_SWITCH_FILE"])).get("Switch", {{}}).get("GraphFusion", {{}})
+        bad = gf.get("GeluFusionPass", gf.get("ALL", "on")) == "on"
+        mult = 1.0
+        if not bad and gf.get("LayerNormFusionPass", gf.get("ALL", "on")) == "off":   # the all-off runs, in turn
+            ctr = {str(tmp_path / "ctr")!r}
+            n = int(open(ctr).read()) if os.path.exists(ctr) else 0
+            open(ctr, "w").write(str(n + 1))
+            mult = [1.006, 1.0, 0.997][n] if n < 3 else 1.0
+        for step in range(8):
+            loss = float("inf") if step == 0 else float("nan") if step == 1 else (1 + 1 / (step + 1)) * mult
+            print(f"step {{step}} loss {{loss * (1.05 if bad else 1):.5f}}")
+    '''))
+    rc, j, err = _run(capsys, "--metric", r"loss ([0-9.a-z]+)", "--metric-mode", "curve", "--rtol", "1e-2",
+                      "--flaky", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(tmp_path / "w"),
+                      "--", sys.executable, str(job))
+    assert "the reference is now run 2 (metric 1.125, the middle of the all-candidates-off runs" in err, err

@@ -647,8 +647,11 @@ class Session:
             # to them point by point (runs ending at the same loss can differ in between)
             def spread(r: TrialRecord) -> tuple:
                 others = [o for o in runs if o is not r]
+                # points where both are finite (an fp16 warm-up's inf/nan: inf - inf would make every sum NaN,
+                # and min() take the first run)
                 return (sum(self._metric_disagreement(r, o) is not None for o in others),
-                        sum(abs(x - y) for o in others for x, y in zip(r.measurement.curve, o.measurement.curve)),
+                        sum(abs(x - y) for o in others for x, y in zip(r.measurement.curve, o.measurement.curve)
+                            if math.isfinite(x) and math.isfinite(y)),
                         r.index)
             return min(runs, key=spread)
         values = [r.measurement.metric for r in runs]
