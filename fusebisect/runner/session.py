@@ -572,6 +572,31 @@ class Session:
                 f"(--metric-mode curve compares every point), or give {self._expect_hint()}, and rerun with "
                 f"--fresh.")
 
+    def _near_expect(self) -> str | None:
+        """Under --expect, all-off runs that miss it by a tenth of the baseline's miss or less: a tolerance below
+        the job's noise (or the precision it prints), more likely than a cause outside the candidates. The
+        message saying so, or None."""
+        spec = self.judge.metric
+        if spec is None or spec.expect is None or spec.mode == "curve":
+            return None
+        offs = [r.measurement.metric for r in self._gate_runs(self.all_off) if r.outcome == BAD
+                and r.measurement.metric is not None and math.isfinite(r.measurement.metric)]
+        base = self.baseline_record()
+        miss_base = (abs(base.measurement.metric - spec.expect) if base is not None and base.measurement.metric
+                     is not None and math.isfinite(base.measurement.metric) else None)
+        if not offs or not miss_base:
+            return None
+        miss_off = max(abs(v - spec.expect) for v in offs)
+        if miss_off * 10 > miss_base:
+            return None
+        scale = max(abs(spec.expect), 1e-12)
+        read = ", ".join(f"{v:g}" for v in offs)
+        return (f"With all {len(self.candidates)} candidate rules off the metric misses --expect {spec.expect:g} by "
+                f"at most {miss_off:.3g} ({miss_off / scale:.2g} relative; runs read {read}), "
+                f"the baseline by {miss_base:.3g}: ten times as near, yet outside --rtol {spec.rtol:g} / --atol "
+                f"{spec.atol:g}. The tolerance is likely below the job's run-to-run noise or the precision it prints: "
+                f"raise --rtol above {miss_off / scale:.2g} and rerun with --fresh.")
+
     def _metric_disagreement(self, a: TrialRecord, b: TrialRecord) -> str | None:
         """How two runs' metrics differ beyond the tolerance, as the metric oracle compares them ('curve point i:
         x vs y' in curve mode, every point; else 'x vs y'), or None when they agree."""
@@ -1924,6 +1949,8 @@ class Session:
         question open: the verdict is then inconclusive, naming them."""
         if noise := self._noise_beyond_tolerance(not_fusion=True):   # all-off bad against an all-off run: noise
             return dataclasses.replace(result, status="inconclusive", message=noise)
+        if near := self._near_expect():   # all-off bad against --expect, by far less than the baseline
+            return dataclasses.replace(result, status="inconclusive", message=near)
         refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome == BAD]
         fired = self.fired_in(refs[-1].paths) if refs else {}
         base = self.baseline_record()
