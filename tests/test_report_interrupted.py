@@ -278,7 +278,7 @@ def test_a_verdict_that_names_no_culprit_shows_no_run_count_target(tmp_path, cap
     (lambda rs: rs[-1]["culprits"][0].update(confidence="high"), "culprits.0.confidence: 'high' is not of type"),
     (lambda rs: rs[-1].update(trials=[1, 2]), "trials.0: 1 is not of type 'object'"),
     (lambda rs: rs[-1].update(verify="good"), "verify: 'good' is not of type"),
-    (lambda rs: rs[0].update(excluded=["a"]), "an excluded entry is not {rule, reason}"),
+    (lambda rs: rs[0].update(excluded=["a"]), "'excluded[0]' must be a {\"rule\": NAME, \"reason\": TEXT} object"),
     (lambda rs: rs[0].update(version=2), "journal version 2 is not 1"),
     (lambda rs: rs.pop(0), "the first record is not a start record"),
 ])
