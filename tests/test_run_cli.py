@@ -721,6 +721,33 @@ def test_a_check_asking_to_abort_ends_the_run_with_exit_1_not_a_usage_error(caps
     assert (tmp_path / "w" / "journal.jsonl").exists()
 
 
+def test_the_workdir_stays_locked_while_its_reports_are_written(capsys, tmp_path, monkeypatch):
+    """A run released its workdir's lock before writing report.html/md: a --fresh run could take it in that gap
+    and move the journal away while the first run's reports landed among the new run's files."""
+    import fusebisect.report
+    from fusebisect.errors import UsageError
+    from fusebisect.runner.journal import workdir_lock
+
+    real = fusebisect.report.write_run_reports
+    seen = []
+
+    def write(workdir):
+        try:
+            with workdir_lock(workdir):
+                seen.append("free")
+        except UsageError:
+            seen.append("locked")
+        return real(workdir)
+
+    monkeypatch.setattr(fusebisect.report, "write_run_reports", write)
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    work = tmp_path / "w"
+    assert main(["-q", "run", "--rules", "GeluFusionPass,LayerNormFusionPass", "--workdir", str(work), "--",
+                 "bash", str(job)]) == 0
+    assert seen == ["locked"] and (work / "report.html").is_file()
+
+
 @pytest.mark.parametrize("signal_name,code", [("interrupt", 130), ("terminate", 143)])
 def test_a_signal_while_the_reports_are_written_says_the_verdict_is_kept(capsys, tmp_path, monkeypatch,
                                                                          signal_name, code):

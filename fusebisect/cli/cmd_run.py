@@ -67,17 +67,24 @@ def run_session(opts, env: dict | None = None):
     from fusebisect.report import write_run_reports
     from fusebisect.runner.session import Interrupted, Progress, Session, Terminated, sigterm_as_interrupt
 
+    reports, writing = [], []
+
+    def finish(_result) -> None:   # the reports, written before the workdir's lock is released
+        writing.append(True)
+        with sigterm_as_interrupt():
+            reports.append(write_run_reports(session.workdir))
+
     session = Session(opts, env=env, progress=Progress(quiet=common.state.quiet, verbose=common.state.verbose),
-                      on_set_aside=_rewrite_set_aside_reports)
+                      on_set_aside=_rewrite_set_aside_reports, on_finish=finish)
     try:
         res = session.run()
+        return res, reports[0]
     except Interrupted as exc:
         print(f"fusebisect: {exc}", file=sys.stderr)
         raise typer.Exit(exc.exit_code)
-    try:
-        with sigterm_as_interrupt():
-            return res, write_run_reports(session.workdir)
     except KeyboardInterrupt as exc:   # the verdict is written: only the reports are missing
+        if not writing:   # (before the search began: as any other interruption)
+            raise
         terminated = isinstance(exc, Terminated)
         print(f"fusebisect: {'terminated (SIGTERM)' if terminated else 'interrupted'} while writing the reports; "
               f"the verdict is in {session.workdir / 'result.json'}. Rerun the same command to write them (it "

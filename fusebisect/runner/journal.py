@@ -198,10 +198,29 @@ def workdir_lock(workdir: Path):
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+_FINISHING: set[str] = set()   # workdirs whose run, in this process, holds the lock to write its reports
+
+
+@contextlib.contextmanager
+def finishing(workdir: Path):
+    """While a run writes its own reports (still holding its lock), :func:`workdir_holder` calls it not running:
+    its result is final."""
+    key = str(Path(workdir).absolute())
+    _FINISHING.add(key)
+    try:
+        yield
+    finally:
+        _FINISHING.discard(key)
+
+
 def workdir_holder(workdir: Path) -> str | None:
     """The pid of the fusebisect run holding WORKDIR's lock ('?' when it did not say), or None when none does
-    (no lock file, or its lock is free: a run that ended, or was killed)."""
+    (no lock file, or its lock is free: a run that ended, or was killed, or one of this process's writing its
+    own reports)."""
     import fcntl
+
+    if str(Path(workdir).absolute()) in _FINISHING:
+        return None
 
     try:
         handle = open(Path(workdir) / LOCK_NAME, encoding="ascii", errors="replace")

@@ -29,7 +29,7 @@ from fusebisect.errors import FusebisectError, UsageError
 from fusebisect.fsutil import real_path
 from fusebisect.runner import oracles, validation
 from fusebisect.runner.journal import (JOURNAL_NAME, VERSION, Journal, JournalError, decode_float, encode_float,
-                                       moved_run_dir, previous_production, set_aside_previous_run,
+                                       finishing, moved_run_dir, previous_production, set_aside_previous_run,
                                        workdir_lock)
 from fusebisect.runner.oracles import (BAD, GOOD, INVALID, PENDING, UNKNOWN, Judge, Measurement, close,
                                        unparsed_capture)
@@ -346,7 +346,8 @@ class Session:
     def __init__(self, opts: RunOptions, *, engine_cls=None, catalog=None, env: dict | None = None,
                  cwd: str | None = None, progress: Progress | None = None,
                  on_trial: Callable[[TrialRecord], None] | None = None,
-                 on_set_aside: Callable[[Path], None] | None = None) -> None:
+                 on_set_aside: Callable[[Path], None] | None = None,
+                 on_finish: Callable[["SessionResult"], None] | None = None) -> None:
         if not opts.command:
             raise UsageError("no command to run: put it after --, e.g. fusebisect run -- python train.py")
         self.env = dict(os.environ if env is None else env)
@@ -355,6 +356,7 @@ class Session:
         self.set_aside: Path | None = None   # where --fresh moved the previous run (WORKDIR/previous/TIME)
         self._set_contradicted = None   # (BAD run, fewer-off plan) when keeping an interaction's member on was BAD
         self.on_set_aside = on_set_aside     # called with that directory as soon as the move is done
+        self.on_finish = on_finish   # called with the result while the workdir is still locked (its reports)
         # every option is checked here, before the journal is touched and before any execution
         opts = validation.resolve_options(opts)
         self.opts = opts
@@ -1084,7 +1086,11 @@ class Session:
                     raise UsageError(f"--workdir: {self.workdir} already holds {', '.join(theirs)} but no "
                                      f"{JOURNAL_NAME}: a run would overwrite them. Use a new --workdir, or add "
                                      f"--fresh to move them to {self.workdir / 'previous'}/")
-            return self._run_locked()
+            result = self._run_locked()
+            if self.on_finish is not None:   # (a --fresh run waiting for the lock must not move them half-written)
+                with finishing(self.workdir):
+                    self.on_finish(result)
+            return result
 
     def _run_locked(self) -> SessionResult:
         try:
