@@ -109,3 +109,13 @@ def test_fresh_sets_the_previous_run_aside_and_deletes_nothing(tmp_path):
     second, _ = set_aside_previous_run(w)
     assert second != target and (second / "journal.jsonl").read_text() == "second"
     assert (target / "journal.jsonl").read_text() == "journal.jsonl"
+
+
+def test_a_journal_that_cannot_be_written_is_named_with_how_to_resume(tmp_path):
+    """A full disk or a file-size limit (EFBIG) stopped the run with the OS's words alone ('File too large'),
+    naming no file and not saying a rerun resumes."""
+    path = tmp_path / "journal.jsonl"
+    path.mkdir()   # (any write fails)
+    with pytest.raises(JournalError, match="cannot append to it .*rerun the same command to resume") as info:
+        Journal(path).append({"event": "start"})
+    assert str(path) in str(info.value)

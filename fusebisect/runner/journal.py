@@ -95,16 +95,22 @@ class Journal:
         return records
 
     def append(self, record: dict) -> None:
-        """Append one record durably. Raises OSError on I/O failure."""
+        """Append one record durably. Raises JournalError (naming the journal, saying a rerun resumes) on I/O
+        failure: a full disk, a file-size limit."""
         line = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._repair_torn_tail()
-            with open(self.path, "ab") as handle:
-                # a non-UTF-8 byte of a path (a lone surrogate) as its \uXXXX escape: the same string in JSON
-                handle.write(line.encode("utf-8", errors="backslashreplace"))
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._repair_torn_tail()
+                with open(self.path, "ab") as handle:
+                    # a non-UTF-8 byte of a path (a lone surrogate) as its \uXXXX escape: the same string in JSON
+                    handle.write(line.encode("utf-8", errors="backslashreplace"))
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as exc:
+                raise JournalError(f"cannot append to it ({exc.strerror or exc}); the runs judged before are kept: "
+                                   "once it can be written (free space), rerun the same command to resume",
+                                   path=self.path) from None
 
     def _repair_torn_tail(self) -> None:
         """Make the next record start on a fresh line: an unterminated last line that parses as a record (which
