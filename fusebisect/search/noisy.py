@@ -183,8 +183,10 @@ class Posterior:
         # "everything on but it", nearest 1/2 first. When the run with only the leader on cannot be judged, those
         # still tell it alone from it with a partner (the partner off, the leader on), where every prefix that
         # holds the leader holds its likeliest partner too
-        extra = [(abs(float(q[j]) - 0.5), 0, float(q[j]), [int(x) for x in order[:j]])
-                 for j in ranked if int(j) not in seen]
+        room = max(0, count + 6 - len(out))
+        # (ranked by distance already: the first ``room`` prefixes not taken are all a prefix can add)
+        extra = [(abs(float(q[j]) - 0.5), 0, float(q[j]), ("prefix", int(j)))
+                 for j in ranked if int(j) not in seen][:room]
         fwd, rev = post[:n], post[n:2 * n]
         q_but = fwd.sum() - fwd + rev + post[self.always_index]
         if pair_post is not None:
@@ -194,8 +196,8 @@ class Posterior:
         # "only it off" run is the prefix of all but it)
         leaders = list(dict.fromkeys([*map(int, order[:3]), *map(int, order[::-1][:3])]))
         for rank, r in enumerate(leaders):
-            on = [int(x) for x in order if x != r]
-            extra.append((abs(float(q_but[r]) - 0.5), 1 + rank, float(q_but[r]), on))
+            extra.append((abs(float(q_but[r]) - 0.5), 1 + rank, float(q_but[r]), ("but", r)))
         extra.sort(key=lambda e: (e[0], e[1]))
-        out.extend((qv, on) for _d, _k, qv, on in extra[:max(0, count + 6 - len(out))])
+        for _d, _k, qv, (kind, v) in extra[:room]:   # the ON-lists of those kept only
+            out.append((qv, [int(x) for x in order[:v]] if kind == "prefix" else [int(x) for x in order if x != v]))
         return out
