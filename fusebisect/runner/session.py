@@ -1949,6 +1949,18 @@ class Session:
                 f"compile (a rule it needs was off?) or a compile cache skipped compiling, so whether the switch "
                 f"took effect cannot be checked. Disable compile caches and rerun with --fresh.")
 
+    def _all_off_fusions(self, judged: Callable[[TrialRecord], bool]) -> tuple[dict, dict, list[str]]:
+        """(the rules that fired in the latest all-candidates-off run ``judged`` accepts, those that fired in the
+        baseline, and the first's rules outside the candidates that did not fire in the baseline: turning a pass
+        off can let another fuse the same pattern)."""
+        refs = [r for r in self.records if r.off == self.all_off and not r.on and judged(r)]
+        fired = self.fired_in(refs[-1].paths) if refs else {}
+        base = self.baseline_record()
+        before = self.fired_in(base.paths) if base is not None else {}
+        cands = set(self.candidates)
+        news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
+        return fired, before, news
+
     def _not_fusion(self, result):
         """All candidates off and still bad: say what that excludes, and no more. Rules that fired in that run
         without being candidates (switching a pass off can let another fuse the same pattern) leave the
@@ -1957,15 +1969,12 @@ class Session:
             return dataclasses.replace(result, status="inconclusive", message=noise)
         if near := self._near_expect():   # all-off bad against --expect, by far less than the baseline
             return dataclasses.replace(result, status="inconclusive", message=near)
-        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome == BAD]
-        fired = self.fired_in(refs[-1].paths) if refs else {}
-        base = self.baseline_record()
         unchecked = self._switch_unchecked("the symptom is still there")
         if unchecked:
             return dataclasses.replace(result, status="inconclusive", message=unchecked)
-        before = self.fired_in(base.paths) if base is not None else {}
+        fired, before, news = self._all_off_fusions(lambda r: r.outcome == BAD)
         cands = set(self.candidates)
-        news = [r for r in fired if r not in cands and r not in before and getattr(fired[r], "effect_times", 1) > 0]
+
         def locked(r: str) -> bool:   # a rule no switch file can turn off
             rule = self.catalog.get(r)
             return rule is not None and not rule.can_disable
@@ -2038,12 +2047,7 @@ class Session:
         outside.append("something other than fusion that the reference run shares")
         good = self._expect_hint()
         # a pass outside the candidates that fused only with them off: the reference may be broken its own way
-        refs = [r for r in self.records if r.off == self.all_off and not r.on and r.outcome != INVALID]
-        base = self.baseline_record()
-        fired = self.fired_in(refs[-1].paths) if refs else {}
-        before = self.fired_in(base.paths) if base is not None else {}
-        news = [r for r in fired if r not in set(self.candidates) and r not in before
-                and getattr(fired[r], "effect_times", 1) > 0]
+        news = self._all_off_fusions(lambda r: r.outcome != INVALID)[2]
         if news:
             them = "it" if len(news) == 1 else "them"
             return (f"The baseline (default configuration) matches the all-candidates-off reference run"
