@@ -283,7 +283,8 @@ def render_report(console, run_json: dict, notes: Sequence[str] = (), *, workers
             good = v["outcome"] == "good"
             # the runs of that configuration (a noisy job runs it several times): when they disagree, the verdict
             # is theirs together, not that of one "final" run
-            key = next((t.get("key") for t in j["trials"] if t.get("trial_dir") == v.get("trial_dir")), None)
+            run = next((t for t in j["trials"] if t.get("trial_dir") == v.get("trial_dir")), {})
+            key = run.get("key")
             runs = [t["outcome"] for t in j["trials"] if key is not None and t.get("key") == key
                     and t["outcome"] in ("good", "bad")]
             if {"good", "bad"} <= set(runs):
@@ -293,7 +294,7 @@ def render_report(console, run_json: dict, notes: Sequence[str] = (), *, workers
                               "them all)", markup=True)
             else:
                 # the engine's last run is usually this configuration's; a single candidate's is the reference
-                index = next((t.get("index") for t in j["trials"] if t.get("trial_dir") == v.get("trial_dir")), None)
+                index = run.get("index")
                 last = max((t.get("index") or 0 for t in j["trials"]), default=0)
                 by = ("a final run" if index is None else f"a final run (run {index})" if index == last
                       else f"run {index}, of this very configuration")
