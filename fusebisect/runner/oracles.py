@@ -554,10 +554,13 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
             pair = (run_key, ref_key)
     if not common and pair is None:   # other models or devices than the reference's: nothing to compare them with
         return TrialComparison([], [text(k) for k in mine], [text(k) for k in theirs])
-    # one leaf each (or dumps of no known layout): the one comparison compare itself makes
-    keys = common if len(common) > 1 else [None]
+    # (this run's key, the reference's) of each comparison; one leaf each (or dumps of no known layout): the one
+    # comparison compare itself makes, of the whole trees
+    matched = [(k, k) for k in common] if common else [pair]
+    several = len(matched) > 1
     reports = []
-    for key in keys:
+    for run_key, ref_key in matched:
+        key = run_key if several else None
         report = compare_dumps(paths.dump_dir, reference_paths.dump_dir, my_graph=my_graph,
                                golden_graph=golden_graph, algorithms=ORACLE_ALGORITHMS, cosine=cosine,
                                max_abs_error=max_abs_error, leaf=leaf, same_ops_directly=True,
@@ -569,11 +572,11 @@ def compare_trial_dumps(paths: TrialPaths, reference_paths: TrialPaths, *, cosin
                             "reference": _undumped(used_theirs, dumped_theirs, dumped_mine)}
         # the latest step each run dumped of this (device, model): the comparison takes the latest both hold, so a
         # run whose dumps stop steps earlier was not compared where the other run's go on
-        last = [leaves.get(key if key else pair[side] if pair else common[0])
-                for side, leaves in enumerate((mine, theirs))]
-        report.last_steps = tuple(last) if leaf == "latest" and None not in last and last[0] != last[1] else None
+        last = (mine[run_key], theirs[ref_key])
+        report.last_steps = last if leaf == "latest" and None not in last and last[0] != last[1] else None
         if key is not None:
-            report.notes.append(f"{text(key)}: one of the {len(keys)} dumped by both runs, each compared on its own")
+            report.notes.append(f"{text(key)}: one of the {len(matched)} dumped by both runs, each compared on its "
+                                "own")
         if pair is not None:
             report.notes.append(f"this run dumped device {pair[0][0]}, the reference run device {pair[1][0]} (the "
                                 "device each run was given): compared with each other")
