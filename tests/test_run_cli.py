@@ -387,6 +387,31 @@ def test_rules_takes_a_long_list_of_names_and_refuses_a_switch_file_of_all(capsy
     assert "--jobs must be between 1 and 64" in capsys.readouterr().err
 
 
+def test_two_culprits_found_through_the_early_look_keep_both_repro_commands(capsys, tmp_path):
+    """A first culprit early in a long order: the run after its confirmation turns on the first 60 % of the rules
+    after it; the second culprit there makes it BAD, so "only the first off" is never run. The repro commands
+    still rest on runs that were made, and reproduce both sides."""
+    from fusebisect.rules.catalog import default_catalog
+
+    names = sorted(r.name for r in default_catalog().rules.values() if r.can_disable and not r.spelling_of)[:120]
+    first, second = names[3], names[50]
+    job = tmp_path / "job.sh"   # good only while both culprits are off
+    job.write_text(f'grep -q \'"{first}": "off"\' "$FUSEBISECT_SWITCH_FILE" && '
+                   f'grep -q \'"{second}": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    assert main(["run", "--json", "--rules", ",".join(names), "--workdir", str(tmp_path / "w"),
+                 "--", "bash", str(job)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(c["rules"] for c in out["culprits"]) == sorted([[first], [second]])
+    offs = [sorted(t["config_off"]) for t in out["trials"]]
+    assert [first] not in offs                      # the look-for-more run after the first, implied BAD
+    early = [o for o in offs if first in o and second not in o and len(o) < len(names) - 1]
+    assert early, "no early look was run"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FUSEBISECT_", "ASCEND_", "DUMP_"))}
+    for side, code in (("good", 0), ("bad", 1)):
+        assert out["repro"][side], side
+        assert subprocess.run(out["repro"][side], env=clean, cwd=tmp_path).returncode == code, side
+
+
 def test_the_boundary_commands_run_as_printed_with_the_whole_trial_contract(capsys, tmp_path):
     job = tmp_path / "job.sh"   # writes into {trial_dir} and $FUSEBISECT_DUMP_DIR; bad while GeluFusionPass is on
     job.write_text('echo x > "$1/marker" && echo y > "$FUSEBISECT_DUMP_DIR/d" && [ -n "$ASCEND_WORK_PATH" ] || exit 3\n'
