@@ -354,6 +354,20 @@ def test_early_look_costs_one_culprit_one_run_within_its_bound():
         assert s.result.executions <= math.ceil(math.log2(300)) + 4
 
 
+def test_early_look_leaves_the_last_run_of_a_budget_to_the_look_for_more_run():
+    cands = names(300)
+    plain = Search(cands)
+    drive(plain, SimTarget(cands, [frozenset({"Pass010"})]))
+    assert plain.result.executions == 12                          # with the early look
+    for budget in (11, 12):
+        t = SimTarget(cands, [frozenset({"Pass010"})])
+        s = Search(cands, max_executions=budget)
+        drive(s, t)
+        assert s.result.status == "found" and [c.rules for c in s.result.culprits] == [("Pass010",)], budget
+        assert len(_early_looks(t, "Pass010", cands)) == budget - 11
+        assert t.runs[-1] == frozenset({"Pass010"})
+
+
 @pytest.mark.parametrize("n, culprit, looks", [(40, "Pass007", 1), (38, "Pass006", 0), (10, "Pass001", 0)])
 def test_early_look_needs_32_suspects_after_the_culprit(n, culprit, looks):
     # with rules faulty one by one a second culprit among few suspects is unlikely: no early look there

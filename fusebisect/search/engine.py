@@ -547,13 +547,13 @@ class Search:
         The run is the first split of the next search: BAD (another culprit there) makes the look-for-more
         run implied BAD and saves it. GOOD costs a single culprit one run; with more culprits it is a split the
         next search would have run anyway. Taken only where one culprit keeps its worst case: at most
-        ceil(log2 n) + 2 configurations so far.
+        ceil(log2 n) + 2 configurations so far, and a budget with room for it and the look-for-more run.
         """
         first = self._found[0]
         if len(first) != 1 or self.workers > 1 or first[0] in self._prior[:_PRIOR_SINGLES]:
             return
-        if len(self._obs) > math.ceil(math.log2(self._n)) + 2:
-            return
+        if len(self._obs) > math.ceil(math.log2(self._n)) + 2 or self.executions + 2 * self.repeat > self._cap():
+            return   # (a budget without room for both runs keeps its last one for the look-for-more run)
         lo, hi = self._bounds(U, 0)
         lo = lo or 0
         rest = len(U) - lo
