@@ -326,6 +326,24 @@ def test_found_under_a_budget_always_rests_on_a_good_run_of_the_production_file(
     assert statuses == {"found", "inconclusive"}
 
 
+def test_a_budget_cut_before_the_production_run_does_not_say_more_culprits_are_left(capsys, tmp_path):
+    """Nothing showed the job still bad with the culprit off: the verdict must not say the culprits found are not
+    the whole answer."""
+    rules = ["GeluFusionPass", "LayerNormFusionPass", "MulAddFusionPass", "MatMulBiasAddFusionPass"]
+    job = tmp_path / "job.sh"   # bad while GeluFusionPass is on
+    job.write_text('grep -q \'"GeluFusionPass": "off"\' "$FUSEBISECT_SWITCH_FILE"\n')
+    args = ["run", "--json", "--rules", ",".join(rules), "--", "bash", str(job)]
+    assert main(args[:2] + ["--workdir", str(tmp_path / "all")] + args[2:]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert full["trials"][-1]["config_off"] == ["GeluFusionPass"]
+    budget = full["executions"] - 1
+    assert main(args[:2] + ["--max-runs", str(budget), "--workdir", str(tmp_path / "cut")] + args[2:]) == 1
+    j = json.loads(capsys.readouterr().out)
+    assert j["status"] == "inconclusive" and [c["rules"] for c in j["culprits"]] == [["GeluFusionPass"]]
+    assert "whether they are the whole answer is not known" in j["message"], j["message"]
+    assert "not the whole answer" not in j["message"].replace("whether they are the whole answer is not known", "")
+
+
 def test_progress_events_are_one_line_each_in_a_pipe(capsys, tmp_path):
     rules = ["BatchMatMulNonAlignedFusionPass", "BatchMatMulReduceMeanFusionPass", "BatchMatMulTransposeFusionPass",
              "BatchMatMulV2ReduceFusionPass", "BatchMatMulV2ReshapeFusionPass", "GeluFusionPass"]

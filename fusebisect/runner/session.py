@@ -1809,7 +1809,9 @@ class Session:
         # the engine says when the budget cut it; a rerun with a lower --max-runs of a search that ended on its own
         # spends the budget too, without having stopped anything
         cut = getattr(result, "budget_stopped", False)
-        whole = "whether they are the whole answer is not known" if split else "they are not the whole answer"
+        # only a BAD run of the production configuration says more culprits are left
+        whole = ("they are not the whole answer" if seen is not None and not split
+                 else "whether they are the whole answer is not known")
         if self.budget_spent and (cut or seen is None and not invalid):
             message = (f"The budget (--max-runs {self.opts.max_runs}) stopped the search: {state}. The culprits "
                        f"found so far are listed, but {whole}. Raise --max-runs and rerun the same command to "
