@@ -115,6 +115,18 @@ def test_dumps_oracle_and_prior(capsys, tmp_path):
     assert dumps and dumps[0]["first_divergence"] and dumps[0]["rows"]
 
 
+def test_the_prior_line_names_only_the_rules_run_alone_first(capsys, tmp_path):
+    """The first divergent op carries four passes; only the first two are run alone, and the line says so (it
+    used to say all four were tested first, and the culprit, third, looked ruled out)."""
+    rc, j, err = _run(capsys, "--dumps", "--workdir", str(tmp_path / "w"), "--",
+                      *SIM, "--faulty", "TbeEltwiseFusionPass", "--dump-step", "0", "--steps", "2")
+    assert rc == 0 and [c["rules"] for c in j["culprits"]] == [["TbeEltwiseFusionPass"]], err
+    first, second, *rest = j["prior"]
+    assert "TbeEltwiseFusionPass" in rest, j["prior"]
+    line = next(x for x in err.splitlines() if x.startswith("dumps: first divergence"))
+    assert line.endswith(f"(fused by {', '.join(j['prior'])}); testing {first} and {second} alone first"), line
+
+
 def test_dumps_and_metric_together_judge_the_baseline_once_the_reference_ran(capsys, tmp_path):
     """Both oracles wait for the reference: the baseline was left 'unknown' and run a second time."""
     rc, j, err = _run(capsys, "--dumps", "--metric", r"loss ([0-9.]+)", "--workdir", str(tmp_path / "w"), "--",

@@ -1465,7 +1465,12 @@ class Session:
         self.journal.append(self.dumps_event)
         if rules:
             op = (report.first_divergence or {}).get("op") or (report.first_divergence or {}).get("my_op")
-            self.progress.log(f"dumps: first divergence at {_esc(op)}; testing {', '.join(rules)} first")
+            from fusebisect.search import PRIOR_SINGLES
+
+            alone, rest = rules[:PRIOR_SINGLES], rules[PRIOR_SINGLES:]
+            self.progress.log(f"dumps: first divergence at {_esc(op)}"
+                              + (f" (fused by {', '.join(rules)})" if rest else "")
+                              + f"; testing {' and '.join(alone)} alone first")
             self._set_prior(rules)
 
     def _set_prior(self, rules: list[str]) -> None:

@@ -94,7 +94,7 @@ from .noisy import Posterior
 
 _MAX_SETS = 16          # stop looking for more culprit sets after this many
 _UNKNOWN_REPEATS = 3    # UNKNOWN verdicts tolerated per configuration before it counts as INVALID
-_PRIOR_SINGLES = 2      # prior rules tested on their own before the group search
+PRIOR_SINGLES = 2       # prior rules tested on their own before the group search
 _ALL_BUT_TRIES = 3      # suspects run "everything on but it" when every split of the last few is INVALID
 _EARLY_FIRST = 0.2      # a first culprit within this share of the order: look among the next suspects early
 _EARLY_SHARE = 0.6      # the share of the suspects after it that this run turns on
@@ -550,7 +550,7 @@ class Search:
         ceil(log2 n) + 2 configurations so far, and a budget with room for it and the look-for-more run.
         """
         first = self._found[0]
-        if len(first) != 1 or self.workers > 1 or first[0] in self._prior[:_PRIOR_SINGLES]:
+        if len(first) != 1 or self.workers > 1 or first[0] in self._prior[:PRIOR_SINGLES]:
             return
         if len(self._obs) > math.ceil(math.log2(self._n)) + 2 or self.executions + 2 * self.repeat > self._cap():
             return   # (a budget without room for both runs keeps its last one for the look-for-more run)
@@ -629,7 +629,7 @@ class Search:
         lo = 0 if lo is None else lo
         hi = len(order) if hi is None else hi
         all_but_tried = False
-        for a in prior[:_PRIOR_SINGLES]:
+        for a in prior[:PRIOR_SINGLES]:
             if a in order[lo:hi]:
                 v = yield from self._test((1 << a) | F, "search")
                 if v is Outcome.BAD:
