@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 
 import pytest
 
@@ -377,3 +378,51 @@ def test_a_rule_bad_while_off_whose_only_off_run_is_invalid_is_named_at_one_half
     assert culprit.rules == ("R13",) and culprit.direction == "off" and culprit.confidence == 0.5, s.result
     assert any("the run with only R13 off was invalid" in n for n in s.result.notes)
     assert s.executions <= 25, s.executions
+
+
+def test_a_switch_to_the_noise_aware_mode_mid_round_keeps_to_the_budget():
+    # The reference's second run disagrees with its first while the baseline's second run is still owed: the
+    # noise-aware mode's first round must count that run against max_executions.
+    cands = [f"R{i}" for i in range(8)]
+    s = Search(cands, max_executions=5, workers=6, repeat=2)
+    every = frozenset(cands)
+    script = {every: ["good", "bad", "good"], frozenset(): ["bad", "bad"]}
+    while not s.done:
+        for off in s.propose():
+            s.observe(off, script[off].pop(0) if script.get(off) else "good")
+    assert s.result.executions <= 5 and s.result.budget_stopped
+
+
+def test_the_noise_aware_mode_gives_up_on_a_configuration_that_stays_unknown():
+    # As the deterministic mode does: three UNKNOWN runs and it counts as INVALID, another split is tried.
+    cands = [f"R{i}" for i in range(16)]
+    every = frozenset(cands)
+    s = Search(cands, flaky=True)
+    stuck, runs = None, Counter()
+    while not s.done:
+        for off in s.propose():
+            runs[off] += 1
+            if stuck is None and off not in (every, frozenset()):
+                stuck = off
+            s.observe(off, Outcome.UNKNOWN if off == stuck else Outcome.BAD if "R3" not in off else Outcome.GOOD)
+    assert [c.rules for c in s.result.culprits] == [("R3",)] and runs[stuck] == 3
+
+
+def test_no_culprit_is_named_when_the_budget_leaves_no_room_for_its_confirmation_runs():
+    # Found by fuzzing: the posterior reaches --confidence 0.8 at the 17-run budget, before "only R286 on" ran.
+    cands = [f"R{i:03d}" for i in range(300)]
+    rng = random.Random(610)
+    s = Search(cands, flaky=True, seed=610, confidence=0.8, workers=3, max_executions=17)
+    only = frozenset(cands) - {"R286"}      # the run with only R286 on
+    seen = []
+    while not s.done:
+        for off in s.propose():
+            bad = "R286" not in off
+            if rng.random() < 0.05:
+                bad = not bad
+            seen.append(off)
+            s.observe(off, Outcome.BAD if bad else Outcome.GOOD)
+    assert only not in seen
+    r = s.result
+    assert r.status == "inconclusive" and not r.culprits and r.budget_stopped, r.message
+    assert "left no room for the runs that confirm it" in r.message and "R286" in r.message

@@ -156,6 +156,7 @@ class Search:
         self._unconfirmed: set[int] = set()
         self._stuck: list[int] = []
         self._early = False                    # while the early look of step 4 runs (for the run estimate)
+        self._orphans: list[tuple[int, int]] = []   # the last round before a restart: (off, runs seen when asked)
         self._phase = "gates"
         self._left = self._n
         self._batch: list[tuple[int, int]] = []
@@ -342,6 +343,7 @@ class Search:
         self._restart()
 
     def _restart(self) -> None:
+        self._orphans = [(off, base) for off, base in self._batch if len(self._obs.get(off, ())) <= base]
         self._gen = self._main()
         self._batch = []
         self._found = []
@@ -350,6 +352,7 @@ class Search:
         self._unconfirmed = set()
         self._stuck = []
         self._early = False
+        self._short_of_confirmation = False
         self._budget_stopped = False   # set where the budget ends the search (reported in the result)
         self._advance()
 
@@ -379,13 +382,18 @@ class Search:
             default = 4 * self._n + 64
         return self.max_executions if self.max_executions is not None else default
 
+    def _spent(self) -> int:
+        """Executions, and the runs still owed to the round asked before a restart (the switch to the noise-aware
+        mode): the runner runs those too, so they count against the budget."""
+        return self.executions + sum(len(self._obs.get(off, ())) <= base for off, base in self._orphans)
+
     def _ask(self, items: list[tuple[int, str]]):
-        cap = self._cap()
-        if self.executions >= cap:
+        left = self._cap() - self._spent()
+        if left <= 0:
             raise _OutOfBudget
         # a round never runs past the budget: the configurations left out are asked again, and then the budget
         # stops the search
-        yield items[:cap - self.executions]
+        yield items[:left]
 
     def _judge(self, off: int, retries: int = 0) -> tuple[Outcome | None, bool]:
         """Return (verdict so far, whether another run of ``off`` is needed)."""
@@ -819,7 +827,10 @@ class Search:
                 missing = [(off, role) for off, role in
                            (self._confirm_set(culprit, found_mask) if culprit else self._confirm_configs(g))
                            if not self._decided(off) and not self._known_invalid_off(off)]
-                if missing and self.executions + len(missing) <= cap:
+                if missing:
+                    if self._spent() + len(missing) > cap:
+                        self._short_of_confirmation = True   # no room for its confirmation runs: not named
+                        raise _OutOfBudget
                     self._phase = "confirm"
                     yield missing[:self.workers]
                     continue
@@ -829,7 +840,7 @@ class Search:
                     only_on = self._all ^ (1 << (g - self._n))
                     decided = self._verdicts(only_on)
                     bad = decided.count(Outcome.BAD)
-                    if 0 < len(decided) < 3 and max(bad, len(decided) - bad) < 2 and self.executions < cap:
+                    if 0 < len(decided) < 3 and max(bad, len(decided) - bad) < 2 and self._spent() < cap:
                         self._phase = "verify"
                         yield [(only_on, "repeat")]
                         continue
@@ -865,7 +876,7 @@ class Search:
                 bad = decided.count(Outcome.BAD)
                 good = len(decided) - bad
                 # either way: a single flipped GOOD there would name one culprit of two and end the search
-                if 0 < len(decided) < 3 and max(bad, good) < 2 and self.executions < cap:
+                if 0 < len(decided) < 3 and max(bad, good) < 2 and self._spent() < cap:
                     self._phase = "verify"
                     # for progress: the sets found with this one, the rules not found, the runs left if none
                     self._left = self._n - popcount(lfm)
@@ -885,7 +896,7 @@ class Search:
                 if bad >= 2 and bad > good:
                     self._notes.append(f"with {names} off the job was still bad: looking for more")
                 continue
-            if self.executions >= cap:
+            if self._spent() >= cap:
                 if found:
                     self._notes.append("stopped at the run budget before ruling out more culprits")
                     self._budget_stopped = True
@@ -898,7 +909,7 @@ class Search:
                 if self._known_invalid_off(off) or any(off == o for o, _ in picks):
                     continue
                 picks.append((off, "repeat" if off in self._obs else "search"))
-                if len(picks) >= min(self.workers, cap - self.executions):
+                if len(picks) >= min(self.workers, cap - self._spent()):
                     break
             if not picks:
                 if found:
@@ -935,8 +946,11 @@ class Search:
         return model, rest
 
     def _known_invalid_off(self, off: int) -> bool:
+        """No decisive run, and INVALID once or UNKNOWN as often as the deterministic mode tolerates."""
         obs = self._obs.get(off, ())
-        return bool(obs) and Outcome.GOOD not in obs and Outcome.BAD not in obs and Outcome.INVALID in obs
+        if not obs or Outcome.GOOD in obs or Outcome.BAD in obs:
+            return False
+        return Outcome.INVALID in obs or obs.count(Outcome.UNKNOWN) >= _UNKNOWN_REPEATS * self.repeat
 
     # ------------------------------------------------------------------ results
     def _result(self, status: str, culprits: list[Culprit], message: str,
@@ -989,7 +1003,12 @@ class Search:
             self._notes.append("stopped at the run budget before ruling out more culprits")
             return self._noisy_found(self._noisy_named)
         if self._noisy and self._noisy_top is not None:
-            return self._noisy_result(*self._noisy_top, exhausted=True)
+            top, p = self._noisy_top
+            if self._short_of_confirmation:
+                return self._result("inconclusive", [], f"{self._hyp_name(top)} leads (p={p:.3f}), but the run "
+                                    f"budget ({self._cap()}) left no room for the runs that confirm it; nothing "
+                                    "is named without them.")
+            return self._noisy_result(top, p, exhausted=True)
         if self._found:
             self._notes.append("stopped at max_executions while looking for more culprits")
             return self._det_result()
