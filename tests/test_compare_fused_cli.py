@@ -163,3 +163,19 @@ def test_no_drift_note_when_the_earliest_step_was_the_one_compared(runs, capsys,
                     "--golden-graph", str(runs / "u" / "graph"))
     assert rc == 1 and doc["first_divergence"]["op"] == "ce_LogSoftmaxV2"
     assert not any("--iteration earliest" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_fused_against_unfused_dumps_without_a_graph_say_a_graph_is_needed(runs, capsys):
+    """Matched by name, a fused op meets only the unfused op of its name: its 'divergence' is the fusion itself.
+    The result says a graph is needed, and calls the golden op what it is, not 'the ops it replaced'."""
+    leaves = [str(_leaf(runs / side / "dump", 0)) for side in ("f", "u")]
+    rc, doc = _json(capsys, *leaves)
+    note = next(n for n in doc["notes"] if "give the fused side's GE graph (--my-graph)" in n)
+    mine = sum(u["side"] == "golden" for u in doc["unmatched"])
+    assert note.startswith(f"{mine} of my ops have no golden op of their name and "), note
+    assert main(["compare", *leaves]) == rc
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "original ops it replaced" not in out and "compared with:" in out
+    # with the fused side's graph the fused ops are mapped: no such note
+    rc, doc = _json(capsys, *leaves, "--my-graph", str(runs / "f" / "graph"))
+    assert not any("--my-graph" in n for n in doc["notes"])

@@ -95,7 +95,9 @@ def _render(report, *, cosine: float, max_abs_error: float | None, top: int | No
              + (f"   ({escape(fd['note'])})" if fd.get("note") else ""),
              f"graph-fusion passes: {escape(', '.join(fd['pass_names'])) or '-'}",
              f"UB fusion pass: {escape(fd['ub_pass_name'] or '-')}",
-             f"original ops it replaced: {escape(', '.join(fd['ground_truth'])) or '-'}"]
+             # (matched by name, the golden op is the op of the same name, nothing it replaced)
+             f"{'original ops it replaced' if report.mode == 'fused_vs_unfused' else 'compared with'}: "
+             f"{escape(', '.join(fd['ground_truth'])) or '-'}"]
     if (origin := origin_text(fd)) is not None:
         lines.insert(2, escape(origin))
     if skipped or unjudged:

@@ -384,6 +384,14 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
         ctx.notes.append(f"{len(extra)} op dump(s) have more inputs than their op in the graph given for my side "
                          f"(first: {extra[0]}): is the graph the one of this dump? (a fused op of another build "
                          "compares against what its unfused op computed)")
+    if mode == "npu_vs_npu":
+        only_mine = sum(u["reason"] == "no golden dump" for u in ctx.unmatched)
+        only_golden = sum(u["reason"] == "no dump in my data" for u in ctx.unmatched)
+        if only_mine and only_golden:   # what fused vs unfused dumps matched by name look like
+            ctx.notes.append(f"{only_mine} of my ops have no golden op of their name and {only_golden} golden ops "
+                             "none of mine: if one side ran with fusion and the other without, give the fused "
+                             "side's GE graph (--my-graph) so fused ops are compared with the ops they replaced; "
+                             "matched by name, a fused op is compared with the unfused op of its name only")
     notes = list(dict.fromkeys(my_index.notes + golden_index.notes + ctx.notes))
     report = CompareReport(rows, None, ctx.unmatched, algorithms, ctx.my_address, ctx.golden_address, mode, notes)
     report.not_in_graph = stray if op is None else [s for s in stray if s == mp.lookup_name(op)]
