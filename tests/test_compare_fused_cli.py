@@ -179,3 +179,20 @@ def test_fused_against_unfused_dumps_without_a_graph_say_a_graph_is_needed(runs,
     # with the fused side's graph the fused ops are mapped: no such note
     rc, doc = _json(capsys, *leaves, "--my-graph", str(runs / "f" / "graph"))
     assert not any("--my-graph" in n for n in doc["notes"])
+
+
+def test_a_truncated_golden_file_read_for_two_ops_counts_as_one_file(runs, capsys, tmp_path):
+    """ce_mul's golden output is also ce_sum's golden input: the file is one, whatever reads it."""
+    import shutil
+
+    shutil.copytree(runs / "u", tmp_path / "u")
+    leaf_u = _leaf(runs / "u" / "dump", 0)
+    broken = _leaf(tmp_path / "u" / "dump", 0)
+    (victim,) = broken.glob("Mul.ce_mul.*")
+    victim.write_bytes(victim.read_bytes()[:100])
+    args = [str(leaf_u), str(broken), "--my-graph", str(runs / "u" / "graph"), "--golden-graph",
+            str(tmp_path / "u" / "graph")]
+    rc, doc = _json(capsys, *args)
+    assert len([u for u in doc["unmatched"] if u.get("side") == "golden" and "ce_" in u["op"]]) >= 2
+    assert main(["compare", *args]) == 2
+    assert "error: 1 dump file(s) could not be read" in capsys.readouterr().err

@@ -119,7 +119,7 @@ def _unreadable_error(report, not_compared: int):
     from fusebisect.errors import DumpFormatError
 
     first = report.unreadable[0]
-    raise DumpFormatError(f"{len(report.unreadable)} dump file(s) could not be read: 'no divergence' cannot be "
+    raise DumpFormatError(f"{report.unreadable_files} dump file(s) could not be read: 'no divergence' cannot be "
                           f"concluded ({len(report.rows) - not_compared} tensors compared); first: {first['reason']}")
 
 

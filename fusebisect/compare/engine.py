@@ -112,6 +112,11 @@ class CompareReport:
         """The unmatched entries of dump files that could not be read (each has ``file`` and ``reason``)."""
         return [u for u in self.unmatched if u.get("file")]
 
+    @property
+    def unreadable_files(self) -> int:
+        """How many distinct dump files could not be read (a golden file read for several ops counts once)."""
+        return len({u["file"] for u in self.unreadable})
+
     def execution_order(self) -> list[CompareRow]:
         """Rows sorted by my dump time (rows without a dump keep their place at the end)."""
         return sorted(self.rows, key=lambda r: (r.timestamp == 0, r.timestamp, r.index))
@@ -424,9 +429,10 @@ def unreadable_note(report: CompareReport, ran_at: dict[str, int]) -> str:
         return at is None or ran is None or ran < at
 
     earlier = [u for u in report.unreadable if before(u)]
-    count = len(report.unreadable)
+    count = report.unreadable_files
     if earlier:
-        some = "" if len(earlier) == count else f", {len(earlier)} of them of ops that ran before the first divergence"
+        files = len({u["file"] for u in earlier})
+        some = "" if files == count else f", {files} of them of ops that ran before the first divergence"
         return (f"{count} dump file(s) could not be read{some} (first: {earlier[0]['reason']}): the divergence may "
                 "start before the first one reported")
     return (f"{count} dump file(s) could not be read (first: {report.unreadable[0]['reason']}): their tensors were not "
