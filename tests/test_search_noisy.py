@@ -408,6 +408,30 @@ def test_the_noise_aware_mode_gives_up_on_a_configuration_that_stays_unknown():
     assert [c.rules for c in s.result.culprits] == [("R3",)] and runs[stuck] == 3
 
 
+def test_the_engines_own_cap_yields_to_the_confirmation_runs_of_a_leading_hypothesis():
+    # The same job without --max-runs: the cap is the engine's own, and the two confirmation runs are made
+    # past it rather than dropping a hypothesis that reached the confidence asked for.
+    cands = [f"R{i:03d}" for i in range(300)]
+    hit = 0
+    for seed in range(200):
+        rng = random.Random(seed)
+        s = Search(cands, flaky=True, seed=seed, workers=7, confidence=0.8)
+        seen = []
+        while not s.done:
+            for off in s.propose():
+                bad = "R204" in off
+                if rng.random() < 0.1:
+                    bad = not bad
+                seen.append(off)
+                s.observe(off, Outcome.BAD if bad else Outcome.GOOD)
+        r = s.result
+        assert "left no room for the runs that confirm it" not in r.message, (seed, r.message)
+        for c in r.culprits:   # named only after its run with only it active
+            assert frozenset(c.rules) in seen, (seed, r.message)
+        hit += r.executions > s._cap()
+    assert hit   # some searches did go past the engine's own cap for their confirmations
+
+
 def test_no_culprit_is_named_when_the_budget_leaves_no_room_for_its_confirmation_runs():
     # Found by fuzzing: the posterior reaches --confidence 0.8 at the 17-run budget, before "only R286 on" ran.
     cands = [f"R{i:03d}" for i in range(300)]
@@ -426,3 +450,19 @@ def test_no_culprit_is_named_when_the_budget_leaves_no_room_for_its_confirmation
     r = s.result
     assert r.status == "inconclusive" and not r.culprits and r.budget_stopped, r.message
     assert "left no room for the runs that confirm it" in r.message and "R286" in r.message
+
+
+def test_a_sequential_caller_gets_the_whole_budget_after_a_switch_mid_round():
+    # One run at a time (the runner with --jobs 1): nothing of the round asked before the switch is still
+    # running, so none of the budget is held back for it.
+    cands = [f"R{i:02d}" for i in range(60)]
+    every = frozenset(cands)
+    s = Search(cands, max_executions=10, repeat=3)
+    runs = Counter()
+    while not s.done:
+        off = s.propose()[0]
+        runs[off] += 1
+        bad = "R05" not in off or (off == every and runs[off] == 2)
+        s.observe(off, Outcome.BAD if bad else Outcome.GOOD)
+    assert s.noisy and s.result.executions == 10 and s.result.budget_stopped
+

@@ -343,7 +343,10 @@ class Search:
         self._restart()
 
     def _restart(self) -> None:
-        self._orphans = [(off, base) for off, base in self._batch if len(self._obs.get(off, ())) <= base]
+        # a caller runs at most ``workers`` configurations at once: beside the run whose outcome restarted the
+        # search, at most workers - 1 of the round asked before can still be running
+        self._orphans = [(off, base) for off, base in self._batch
+                         if len(self._obs.get(off, ())) <= base][:self.workers - 1]
         self._gen = self._main()
         self._batch = []
         self._found = []
@@ -828,7 +831,9 @@ class Search:
                            (self._confirm_set(culprit, found_mask) if culprit else self._confirm_configs(g))
                            if not self._decided(off) and not self._known_invalid_off(off)]
                 if missing:
-                    if self._spent() + len(missing) > cap:
+                    # the engine's own cap yields to a leading hypothesis's confirmation runs; --max-runs does not
+                    room = cap - self._spent() + (len(missing) if self.max_executions is None else 0)
+                    if len(missing) > room:
                         self._short_of_confirmation = True   # no room for its confirmation runs: not named
                         raise _OutOfBudget
                     self._phase = "confirm"
