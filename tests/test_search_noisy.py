@@ -466,3 +466,19 @@ def test_a_sequential_caller_gets_the_whole_budget_after_a_switch_mid_round():
         s.observe(off, Outcome.BAD if bad else Outcome.GOOD)
     assert s.noisy and s.result.executions == 10 and s.result.budget_stopped
 
+
+def test_a_confirmation_run_skipped_once_is_tried_again_in_a_noisy_job():
+    # one transient skip (exit 125) of "only the culprit on" used to name it at 0.5, for good
+    cands = [f"R{i:02d}" for i in range(20)]
+    only = frozenset(cands) - {"R19"}
+    s = Search(cands, flaky=True)
+    runs = Counter()
+    while not s.done:
+        for off in s.propose():
+            runs[off] += 1
+            if off == only and runs[off] == 1:
+                s.observe(off, Outcome.INVALID)
+            else:
+                s.observe(off, Outcome.BAD if "R19" not in off else Outcome.GOOD)
+    assert [(c.rules, c.confidence >= 0.95) for c in s.result.culprits] == [(("R19",), True)], s.result.message
+    assert runs[only] == 2

@@ -829,7 +829,8 @@ class Search:
                     culprit = 0
                 missing = [(off, role) for off, role in
                            (self._confirm_set(culprit, found_mask) if culprit else self._confirm_configs(g))
-                           if not self._decided(off) and not self._known_invalid_off(off)]
+                           # (a confirmation run is tried twice: in a noisy job one skip may be a passing one)
+                           if not self._decided(off) and not self._known_invalid_off(off, retries=1)]
                 if missing:
                     # the engine's own cap yields to a leading hypothesis's confirmation runs; --max-runs does not
                     room = cap - self._spent() + (len(missing) if self.max_executions is None else 0)
@@ -950,12 +951,13 @@ class Search:
                 model.add([where[g] for g in bits_of(off) if g in where], outcome is Outcome.BAD)
         return model, rest
 
-    def _known_invalid_off(self, off: int) -> bool:
-        """No decisive run, and INVALID once or UNKNOWN as often as the deterministic mode tolerates."""
+    def _known_invalid_off(self, off: int, retries: int = 0) -> bool:
+        """No decisive run, and INVALID more than ``retries`` times or UNKNOWN as often as the deterministic mode
+        tolerates."""
         obs = self._obs.get(off, ())
         if not obs or Outcome.GOOD in obs or Outcome.BAD in obs:
             return False
-        return Outcome.INVALID in obs or obs.count(Outcome.UNKNOWN) >= _UNKNOWN_REPEATS * self.repeat
+        return obs.count(Outcome.INVALID) > retries or obs.count(Outcome.UNKNOWN) >= _UNKNOWN_REPEATS * self.repeat
 
     # ------------------------------------------------------------------ results
     def _result(self, status: str, culprits: list[Culprit], message: str,
