@@ -386,8 +386,8 @@ class Search:
         return self.max_executions if self.max_executions is not None else default
 
     def _spent(self) -> int:
-        """Executions, and the runs still owed to the round asked before a restart (the switch to the noise-aware
-        mode): the runner runs those too, so they count against the budget."""
+        """Executions, and the runs of the round asked before a restart (the switch to the noise-aware mode) that
+        may still be running (at most workers - 1, not observed yet): they count against the budget."""
         return self.executions + sum(len(self._obs.get(off, ())) <= base for off, base in self._orphans)
 
     def _ask(self, items: list[tuple[int, str]]):
@@ -563,7 +563,7 @@ class Search:
         first = self._found[0]
         if len(first) != 1 or self.workers > 1 or first[0] in self._prior[:PRIOR_SINGLES]:
             return
-        if len(self._obs) > math.ceil(math.log2(self._n)) + 2 or self.executions + 2 * self.repeat > self._cap():
+        if len(self._obs) > math.ceil(math.log2(self._n)) + 2 or self._spent() + 2 * self.repeat > self._cap():
             return   # (a budget without room for both runs keeps its last one for the look-for-more run)
         lo, hi = self._bounds(U, 0)
         lo = lo or 0
