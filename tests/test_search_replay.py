@@ -8,7 +8,7 @@ import pytest
 
 from fusebisect.errors import UsageError
 from fusebisect.search import Outcome, Search
-from fusebisect.search.simulate import SimTarget
+from fusebisect.search.simulate import SimTarget, drive
 
 SCENARIOS = [
     dict(n=120, sets=[{"R007"}], kw={}),
@@ -91,3 +91,17 @@ def test_outcome_strings_are_accepted():
     s.observe(frozenset({"A", "B"}), "good")
     s.observe(frozenset(), Outcome.BAD)
     assert not s.done and s.propose()
+
+
+def test_a_larger_budget_on_resume_runs_nothing_the_journal_already_settles():
+    # Under --max-runs 10 the early look had no room: the look-for-more run came first and was GOOD. Resumed
+    # with 12, the plan asks for the early look, which that GOOD run already implies: nothing more runs.
+    cands = [f"Pass{i:03d}" for i in range(100)]
+    t = SimTarget(cands, [frozenset({"Pass005"})])
+    first = Search(cands, max_executions=10)
+    drive(first, t)
+    assert first.result.status == "found" and first.result.executions == 10
+    events = [("observe", (off, Outcome.BAD if t.truth(off) else Outcome.GOOD)) for off in t.runs]
+    resumed = Search.replay(cands, events, max_executions=12)
+    assert resumed.done and resumed.propose() == []
+    assert resumed.result.status == "found" and resumed.result.executions == 10

@@ -347,6 +347,7 @@ class Search:
         # search, at most workers - 1 of the round asked before can still be running
         self._orphans = [(off, base) for off, base in self._batch
                          if len(self._obs.get(off, ())) <= base][:self.workers - 1]
+        self._inferable = False                # the request waited for may be settled by inference
         self._gen = self._main()
         self._batch = []
         self._found = []
@@ -361,7 +362,8 @@ class Search:
 
     def _advance(self) -> None:
         while not self.done:
-            if self._batch and any(len(self._obs.get(off, ())) <= base for off, base in self._batch):
+            if self._batch and any(len(self._obs.get(off, ())) <= base for off, base in self._batch) \
+                    and not self._settled_by_inference():
                 return
             try:
                 req = next(self._gen)
@@ -371,6 +373,13 @@ class Search:
             self._batch = [(off, len(self._obs.get(off, ()))) for off, _ in req]
             for off, role in req:
                 self._roles[off] = role
+
+    def _settled_by_inference(self) -> bool:
+        """Whether the one configuration the deterministic search waits for is now implied by observations it did
+        not ask for (a journal resumed under another plan, e.g. a larger budget): then it is not run."""
+        if len(self._batch) != 1 or not self._inferable or self._noisy or self._direction is None:
+            return False
+        return self._know.implied(self._active(self._batch[0][0])) is not None
 
     def _finish(self, result: SearchResult) -> None:
         self.done = True
@@ -434,18 +443,31 @@ class Search:
             yield from self._ask(need)
 
     def _test_many(self, items: list[tuple[int, str]], direct: bool = False):
-        """Generator: verdicts for active masks, using monotone inference unless ``direct``."""
-        out: list[Outcome | None] = []
-        run: list[tuple[int, str]] = []
-        for active, role in items:
-            imp = None if direct else self._know.implied(active)
-            out.append(Outcome(imp) if imp else None)
-            if imp is None:
-                run.append((self._off(active), role))
-        if run:
-            vs = iter((yield from self._test_offs(run)))
-            out = [v if v is not None else next(vs) for v in out]
-        return out
+        """Generator: verdicts for active masks, using monotone inference unless ``direct``.
+
+        Inference is checked again after every round: observations the search did not ask for (a resumed
+        journal whose runs followed another plan, e.g. under a smaller budget) can settle a configuration it
+        still waits for, which then is not run."""
+        while True:
+            out: list[Outcome | None] = []
+            run: list[tuple[int, str]] = []
+            for active, role in items:
+                imp = None if direct else self._know.implied(active)
+                if imp:
+                    out.append(Outcome(imp))
+                    continue
+                off = self._off(active)
+                v, more = self._judge(off)
+                out.append(v)
+                if more:
+                    run.append((off, "repeat" if off in self._obs else role))
+            if not run:
+                return out
+            self._inferable = not direct     # (while it waits: see _advance)
+            try:
+                yield from self._ask(run)
+            finally:
+                self._inferable = False
 
     def _test(self, active: int, role: str, direct: bool = False, extra: int | None = None):
         """Generator: the verdict on one active mask (``extra``: another active mask run in the same round)."""
