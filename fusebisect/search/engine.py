@@ -428,46 +428,35 @@ class Search:
             return Outcome.INVALID, False
         return None, True
 
-    def _test_offs(self, items: list[tuple[int, str]], retries: int = 0):
-        """Generator: run OFF masks until each has a verdict; return the verdicts in order."""
+    def _test_offs(self, items: list[tuple[int, str]], retries: int = 0, infer: bool = False):
+        """Generator: run OFF masks until each has a verdict; return the verdicts in order.
+
+        ``infer``: a configuration the monotone model implies needs no run. That is checked again after every
+        round: observations the search did not ask for (a resumed journal whose runs followed another plan, e.g.
+        under a smaller budget) can settle a configuration it still waits for, which then is not run."""
         while True:
             need: list[tuple[int, str]] = []
             res: list[Outcome] = []
             for off, role in items:
+                imp = self._know.implied(self._active(off)) if infer else None
+                if imp:
+                    res.append(Outcome(imp))
+                    continue
                 v, more = self._judge(off, retries)
                 if more:
                     need.append((off, "repeat" if off in self._obs else role))
                 res.append(v)  # type: ignore[arg-type]
             if not need:
                 return res
-            yield from self._ask(need)
-
-    def _test_many(self, items: list[tuple[int, str]], direct: bool = False):
-        """Generator: verdicts for active masks, using monotone inference unless ``direct``.
-
-        Inference is checked again after every round: observations the search did not ask for (a resumed
-        journal whose runs followed another plan, e.g. under a smaller budget) can settle a configuration it
-        still waits for, which then is not run."""
-        while True:
-            out: list[Outcome | None] = []
-            run: list[tuple[int, str]] = []
-            for active, role in items:
-                imp = None if direct else self._know.implied(active)
-                if imp:
-                    out.append(Outcome(imp))
-                    continue
-                off = self._off(active)
-                v, more = self._judge(off)
-                out.append(v)
-                if more:
-                    run.append((off, "repeat" if off in self._obs else role))
-            if not run:
-                return out
-            self._inferable = not direct     # (while it waits: see _advance)
+            self._inferable = infer     # (while it waits: see _advance)
             try:
-                yield from self._ask(run)
+                yield from self._ask(need)
             finally:
                 self._inferable = False
+
+    def _test_many(self, items: list[tuple[int, str]], direct: bool = False):
+        """Generator: verdicts for active masks, using monotone inference unless ``direct``."""
+        return (yield from self._test_offs([(self._off(active), role) for active, role in items], infer=not direct))
 
     def _test(self, active: int, role: str, direct: bool = False, extra: int | None = None):
         """Generator: the verdict on one active mask (``extra``: another active mask run in the same round)."""
@@ -1006,7 +995,7 @@ class Search:
             # run implied rather than run, another set's, else the baseline (then the sides differ by all sets)
             union = mask_of(i for S in found for i in S)
             sides = [union & ~mask_of(S) for S in reversed(found)]
-            bad = next((off for off in sides if off in self._obs and self._judge(off)[0] is Outcome.BAD), 0)
+            bad = next((off for off in sides if self._judge(off)[0] is Outcome.BAD), 0)
             boundary = (self._names(union), self._names(bad))
         else:
             boundary = (frozenset(), self._names(mask_of(found[0])))
