@@ -115,7 +115,7 @@ class CompareReport:
     @property
     def unreadable_files(self) -> int:
         """How many distinct dump files could not be read (a golden file read for several ops counts once)."""
-        return len({u["file"] for u in self.unreadable})
+        return _distinct_files(self.unreadable)
 
     def execution_order(self) -> list[CompareRow]:
         """Rows sorted by my dump time (rows without a dump keep their place at the end)."""
@@ -416,6 +416,11 @@ def compare_dumps(my, golden, *, my_graph=None, golden_graph=None, algorithms: S
     return report
 
 
+def _distinct_files(unreadable: list[dict]) -> int:
+    """How many files unreadable entries name (a golden file read for several ops has an entry per op)."""
+    return len({u["file"] for u in unreadable})
+
+
 def unreadable_note(report: CompareReport, ran_at: dict[str, int]) -> str:
     """The note of a first divergence found beside dump files that could not be read. A file of an op that ran
     before the first divergence (in execution order: ``ran_at``, my op dumps' times by lookup name; an op of
@@ -431,7 +436,7 @@ def unreadable_note(report: CompareReport, ran_at: dict[str, int]) -> str:
     earlier = [u for u in report.unreadable if before(u)]
     count = report.unreadable_files
     if earlier:
-        files = len({u["file"] for u in earlier})
+        files = _distinct_files(earlier)
         some = "" if files == count else f", {files} of them of ops that ran before the first divergence"
         return (f"{count} dump file(s) could not be read{some} (first: {earlier[0]['reason']}): the divergence may "
                 "start before the first one reported")
